@@ -1,0 +1,14 @@
+# devctx_add_kernels(<target> <source>...)
+#
+# Adds source files that contain devctx kernels to <target>. When devctx was built with CUDA
+# they are compiled by nvcc (so the CUDA backend can launch them, and the CPU backend runs the
+# host-compiled copy of the same code); otherwise by the C++ compiler alone.
+function(devctx_add_kernels target)
+  target_sources(${target} PRIVATE ${ARGN})
+  if(DEVCTX_ENABLE_CUDA)
+    set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CUDA)
+    set_target_properties(${target} PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON)
+    # std:: constexpr functions (std::min, ...) inside kernels, as host code would use them.
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
+  endif()
+endfunction()

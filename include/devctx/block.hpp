@@ -1,0 +1,144 @@
+// devctx/block.hpp - the block-level kernel form.
+//
+// A block-level kernel takes `devctx::Block` as its first parameter and describes the work
+// between barriers as phases: `blk.for_each_thread([&](devctx::Thread t) { ... })` runs the
+// lambda for every thread of the block and ends with a block barrier. Values that a thread
+// keeps from one phase to the next live in `blk.per_thread<T>()`; block-shared arrays are
+// declared with DEVCTX_SHARED as usual.
+//
+//   DEVCTX_KERNEL void block_sum(devctx::Block blk, devctx::span<const float> in,
+//                                devctx::span<float> out) {
+//     DEVCTX_SHARED(float, s, 256);
+//     blk.for_each_thread([&](devctx::Thread t) {
+//       const auto i = blk.global_idx(t).x;
+//       s[t.x] = i < in.size() ? in[i] : 0.0f;
+//     });
+//     for (unsigned stride = blk.dim().x / 2; stride > 0; stride /= 2)
+//       blk.for_each_thread([&](devctx::Thread t) { if (t.x < stride) s[t.x] += s[t.x + stride]; });
+//     blk.for_each_thread([&](devctx::Thread t) { if (t.rank == 0) out[blk.idx().x] = s[0]; });
+//   }
+//
+// It is launched like any kernel: ctx.enqueue_function<block_sum>(cfg, d_in, d_out).
+// On CUDA every thread runs each phase for itself followed by __syncthreads(). On the CPU a
+// phase is one loop over the block's threads, which the compiler can vectorise, and no fiber
+// switch is ever needed. Rules: every thread of the block must reach every for_each_thread
+// (uniform control flow around phases, as for barrier()); inside a phase do not call
+// barrier() or warp operations; code outside phases runs once per block on the CPU and once
+// per thread on the GPU, so it may only compute block-uniform values.
+#pragma once
+
+#include <cstddef>
+#include <new>
+
+#include <devctx/detail/config.hpp>
+#include <devctx/launch.hpp>
+
+#if !defined(__CUDA_ARCH__)
+#include <devctx/detail/cpu_state.hpp>
+#endif
+
+namespace devctx {
+
+/// One thread of a block inside a for_each_thread phase: its thread index and its rank
+/// (x + y * block_dim.x + z * block_dim.x * block_dim.y).
+struct Thread {
+  unsigned x;
+  unsigned y;
+  unsigned z;
+  unsigned rank;
+};
+
+/// A value per thread that persists across phases. Index it with the phase's Thread.
+template <class T>
+class PerThread {
+ public:
+#if defined(__CUDA_ARCH__)
+  __device__ explicit PerThread(const T& init) : value_(init) {}
+  __device__ T& operator[](Thread) { return value_; }
+
+ private:
+  T value_;
+#else
+  PerThread(T* storage, unsigned count, const T& init) : values_(storage) {
+    for (unsigned i = 0; i < count; ++i) new (values_ + i) T(init);
+  }
+  T& operator[](Thread t) { return values_[t.rank]; }
+
+ private:
+  T* values_;
+#endif
+};
+
+/// The block a block-level kernel runs for. Passed by value as the kernel's first parameter;
+/// created by the launch, never by users.
+class Block {
+ public:
+  [[nodiscard]] DEVCTX_HD_INLINE Dim3 idx() const;
+  [[nodiscard]] DEVCTX_HD_INLINE Dim3 dim() const;
+  [[nodiscard]] DEVCTX_HD_INLINE Dim3 grid() const;
+  /// Threads in the block.
+  [[nodiscard]] DEVCTX_HD_INLINE unsigned size() const { const Dim3 d = dim(); return d.x * d.y * d.z; }
+  /// block_idx * block_dim + t, 64-bit: the thread's global index.
+  [[nodiscard]] DEVCTX_HD_INLINE Idx3 global_idx(Thread t) const {
+    const Dim3 b = idx(), d = dim();
+    return {std::uint64_t(b.x) * d.x + t.x, std::uint64_t(b.y) * d.y + t.y, std::uint64_t(b.z) * d.z + t.z};
+  }
+
+  /// Runs `f(Thread)` for every thread of the block, then a block barrier.
+  template <class F>
+  DEVCTX_HD_INLINE void for_each_thread(F&& f) const;
+
+  /// A per-thread value, initialised to `init` for every thread.
+  template <class T>
+  DEVCTX_HD_INLINE PerThread<T> per_thread(const T& init = T{}) const;
+};
+
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ Dim3 Block::idx() const { return {blockIdx.x, blockIdx.y, blockIdx.z}; }
+__device__ __forceinline__ Dim3 Block::dim() const { return {blockDim.x, blockDim.y, blockDim.z}; }
+__device__ __forceinline__ Dim3 Block::grid() const { return {gridDim.x, gridDim.y, gridDim.z}; }
+
+template <class F>
+__device__ __forceinline__ void Block::for_each_thread(F&& f) const {
+  f(Thread{threadIdx.x, threadIdx.y, threadIdx.z,
+           threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)});
+  __syncthreads();
+}
+
+template <class T>
+__device__ __forceinline__ PerThread<T> Block::per_thread(const T& init) const {
+  return PerThread<T>(init);
+}
+#else
+inline Dim3 Block::idx() const { return detail::cpu::tls.block_idx; }
+inline Dim3 Block::dim() const { return detail::cpu::tls.block_dim; }
+inline Dim3 Block::grid() const { return detail::cpu::tls.grid_dim; }
+
+template <class F>
+inline void Block::for_each_thread(F&& f) const {
+  auto& st = detail::cpu::tls;
+  const Dim3 d = st.block_dim;
+  unsigned rank = 0;
+  for (unsigned z = 0; z < d.z; ++z) {
+    for (unsigned y = 0; y < d.y; ++y) {
+      st.thread_idx.z = z;
+      st.thread_idx.y = y;
+      // The second store of x lets the compiler move both out of the loop and vectorise it.
+      for (unsigned x = 0; x < d.x; ++x) {
+        st.thread_idx.x = x;
+        f(Thread{x, y, z, rank + x});
+        st.thread_idx.x = x;
+      }
+      rank += d.x;
+    }
+  }
+}
+
+template <class T>
+inline PerThread<T> Block::per_thread(const T& init) const {
+  const unsigned n = size();
+  return PerThread<T>(static_cast<T*>(detail::cpu::per_thread_storage(sizeof(T) * n, alignof(T))), n, init);
+}
+#endif
+
+}  // namespace devctx

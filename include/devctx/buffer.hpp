@@ -1,0 +1,217 @@
+// devctx/buffer.hpp - device and host buffers, and their slices.
+//
+// Ownership: DeviceBuffer and HostBuffer own their memory and are move-only. Their destructor
+// never blocks and never throws: it frees in stream order, after all work already enqueued on
+// every stream that used the buffer, so dropping a buffer right after enqueueing work that uses
+// it is safe. A moved-from buffer is empty; using it throws devctx::Error (invalid_handle).
+// Slices (DeviceSlice, HostSlice) are non-owning views, valid while their buffer lives.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include <devctx/detail/runtime.hpp>
+#include <devctx/span.hpp>
+
+namespace devctx {
+
+template <class T>
+class DeviceBuffer;
+template <class T>
+class HostBuffer;
+
+namespace detail {
+template <class T>
+void check_slice(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
+  if (offset > size || count > size - offset) throw_slice_out_of_range(what, offset, count, size);
+}
+}  // namespace detail
+
+/// A non-owning view of part of a DeviceBuffer. Usable wherever the buffer is: copies, memset,
+/// kernel arguments (where it becomes span<T>). `T` may be const (slices of const buffers).
+template <class T>
+class DeviceSlice {
+ public:
+  DeviceSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
+      : allocation_(allocation), data_(data), size_(size) {}
+  /// DeviceSlice<T> converts to DeviceSlice<const T>.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  DeviceSlice(const DeviceSlice<U>& other) noexcept  // NOLINT(google-explicit-constructor)
+      : allocation_(other.allocation()), data_(other.data()), size_(other.size()) {}
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  /// Device address of the first element (not dereferenceable on the host with CUDA).
+  [[nodiscard]] T* data() const noexcept { return data_; }
+  [[nodiscard]] DeviceSlice slice(std::size_t offset, std::size_t count) const {
+    detail::check_slice<T>("DeviceSlice::slice", offset, count, size_);
+    return DeviceSlice(allocation_, data_ + offset, count);
+  }
+  /// The kernel's view of this slice.
+  [[nodiscard]] devctx::span<T> span() const noexcept { return {data_, size_}; }
+  [[nodiscard]] detail::Allocation* allocation() const noexcept { return allocation_; }
+
+ private:
+  detail::Allocation* allocation_;
+  T* data_;
+  std::size_t size_;
+};
+
+/// `size()` elements of T in a device's memory. Created by enqueue_create_buffer<T>(n);
+/// becomes devctx::span<T> when passed to a kernel (span<const T> when the buffer is const).
+/// Contents are uninitialised until written (copy, memset or kernel).
+template <class T>
+class DeviceBuffer {
+  static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>,
+                "DeviceBuffer<T> holds trivially copyable, non-const element types");
+
+ public:
+  /// An empty buffer (size 0, no device). Assign a real one to use it.
+  DeviceBuffer() noexcept = default;
+  DeviceBuffer(detail::AllocationPtr allocation, std::size_t size) noexcept
+      : allocation_(std::move(allocation)), size_(size) {
+    data_ = allocation_ ? static_cast<T*>(detail::allocation_data(*allocation_)) : nullptr;
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : allocation_(std::move(other.allocation_)),
+        data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    allocation_ = std::move(other.allocation_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() = default;
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  /// False for a default-constructed or moved-from buffer.
+  [[nodiscard]] explicit operator bool() const noexcept { return allocation_ != nullptr; }
+  /// Device address of the first element (not dereferenceable on the host with CUDA).
+  [[nodiscard]] T* data() const noexcept { return data_; }
+
+  /// A view of elements [offset, offset + count). Throws devctx::Error (size_mismatch) when
+  /// the range does not fit, and (invalid_handle) on a moved-from buffer.
+  [[nodiscard]] DeviceSlice<T> slice(std::size_t offset, std::size_t count) {
+    return as_slice().slice(offset, count);
+  }
+  [[nodiscard]] DeviceSlice<const T> slice(std::size_t offset, std::size_t count) const {
+    return as_slice().slice(offset, count);
+  }
+  /// The whole buffer as a slice.
+  [[nodiscard]] DeviceSlice<T> as_slice() {
+    if (!allocation_) detail::throw_invalid_handle("DeviceBuffer (moved-from or empty)");
+    return {allocation_.get(), data_, size_};
+  }
+  [[nodiscard]] DeviceSlice<const T> as_slice() const {
+    if (!allocation_) detail::throw_invalid_handle("DeviceBuffer (moved-from or empty)");
+    return {allocation_.get(), data_, size_};
+  }
+  /// The kernel's view of the buffer.
+  [[nodiscard]] devctx::span<T> span() noexcept { return {data_, size_}; }
+  [[nodiscard]] devctx::span<const T> span() const noexcept { return {data_, size_}; }
+
+ private:
+  detail::AllocationPtr allocation_;
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// A non-owning view of part of a HostBuffer; usable wherever a HostBuffer is.
+template <class T>
+class HostSlice {
+ public:
+  HostSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
+      : allocation_(allocation), data_(data), size_(size) {}
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  HostSlice(const HostSlice<U>& other) noexcept  // NOLINT(google-explicit-constructor)
+      : allocation_(other.allocation()), data_(other.data()), size_(other.size()) {}
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  [[nodiscard]] T* data() const noexcept { return data_; }
+  T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] T* begin() const noexcept { return data_; }
+  [[nodiscard]] T* end() const noexcept { return data_ + size_; }
+  [[nodiscard]] HostSlice slice(std::size_t offset, std::size_t count) const {
+    detail::check_slice<T>("HostSlice::slice", offset, count, size_);
+    return HostSlice(allocation_, data_ + offset, count);
+  }
+  operator std::span<T>() const noexcept { return {data_, size_}; }  // NOLINT
+  [[nodiscard]] detail::Allocation* allocation() const noexcept { return allocation_; }
+
+ private:
+  detail::Allocation* allocation_;
+  T* data_;
+  std::size_t size_;
+};
+
+/// `size()` elements of T in host memory fit for fast transfers (page-locked on CUDA).
+/// Created by enqueue_create_host_buffer<T>(n); fill it only after the context has been
+/// synchronized once since its creation. Never pass it to a kernel: copy it to a DeviceBuffer.
+template <class T>
+class HostBuffer {
+  static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>,
+                "HostBuffer<T> holds trivially copyable, non-const element types");
+
+ public:
+  HostBuffer() noexcept = default;
+  HostBuffer(detail::AllocationPtr allocation, std::size_t size) noexcept
+      : allocation_(std::move(allocation)), size_(size) {
+    data_ = allocation_ ? static_cast<T*>(detail::allocation_data(*allocation_)) : nullptr;
+  }
+  HostBuffer(HostBuffer&& other) noexcept
+      : allocation_(std::move(other.allocation_)),
+        data_(std::exchange(other.data_, nullptr)),
+        size_(std::exchange(other.size_, 0)) {}
+  HostBuffer& operator=(HostBuffer&& other) noexcept {
+    allocation_ = std::move(other.allocation_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer() = default;
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  [[nodiscard]] explicit operator bool() const noexcept { return allocation_ != nullptr; }
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+  T& operator[](std::size_t i) noexcept { return data_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] T* begin() noexcept { return data_; }
+  [[nodiscard]] T* end() noexcept { return data_ + size_; }
+  [[nodiscard]] const T* begin() const noexcept { return data_; }
+  [[nodiscard]] const T* end() const noexcept { return data_ + size_; }
+  operator std::span<T>() noexcept { return {data_, size_}; }              // NOLINT
+  operator std::span<const T>() const noexcept { return {data_, size_}; }  // NOLINT
+
+  [[nodiscard]] HostSlice<T> slice(std::size_t offset, std::size_t count) {
+    return as_slice().slice(offset, count);
+  }
+  [[nodiscard]] HostSlice<const T> slice(std::size_t offset, std::size_t count) const {
+    return as_slice().slice(offset, count);
+  }
+  [[nodiscard]] HostSlice<T> as_slice() {
+    if (!allocation_) detail::throw_invalid_handle("HostBuffer (moved-from or empty)");
+    return {allocation_.get(), data_, size_};
+  }
+  [[nodiscard]] HostSlice<const T> as_slice() const {
+    if (!allocation_) detail::throw_invalid_handle("HostBuffer (moved-from or empty)");
+    return {allocation_.get(), data_, size_};
+  }
+
+ private:
+  detail::AllocationPtr allocation_;
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace devctx

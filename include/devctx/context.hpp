@@ -1,0 +1,55 @@
+// devctx/context.hpp - DeviceContext: one device and its default stream.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <devctx/device_info.hpp>
+#include <devctx/stream.hpp>
+
+namespace devctx {
+
+namespace detail {
+class ContextImpl;
+}
+
+/// A device and its default stream; every enqueue verb of StreamRef works on it.
+///
+/// `DeviceContext ctx;` picks the default device: DEVCTX_DEVICE from the environment if set
+/// ("cpu", "cuda", "cuda:N"), else the first CUDA GPU when devctx was built with CUDA and one
+/// is present, else the CPU. `DeviceContext ctx{Api::cuda, 1};` picks one; it throws
+/// devctx::Error (not_available) when that backend or device does not exist.
+/// Move-only. Dropping it never blocks: enqueued work still runs, memory is freed after it.
+class DeviceContext : public StreamRef {
+ public:
+  DeviceContext();
+  explicit DeviceContext(Api api, int id = 0);
+  DeviceContext(DeviceContext&& other) noexcept;
+  DeviceContext& operator=(DeviceContext&& other) noexcept;
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+  ~DeviceContext();
+
+  /// Number of devices of a backend: 0 when none is present or the backend was not built.
+  [[nodiscard]] static int count(Api api);
+
+  [[nodiscard]] Api api() const;
+  [[nodiscard]] int id() const;
+  /// "NVIDIA H200", "CPU (16 threads): AMD EPYC ...".
+  [[nodiscard]] std::string name() const;
+  [[nodiscard]] const DeviceInfo& info() const;
+
+  /// A new stream on this device. Work on it may overlap with the default stream's.
+  [[nodiscard]] Stream create_stream();
+
+  /// Blocks until everything enqueued on this context has finished: its default stream and
+  /// every stream created from it. Throws devctx::Error for the first failure among that work
+  /// (and forgets it: the context stays usable).
+  void synchronize();
+
+ private:
+  [[nodiscard]] detail::ContextImpl& impl() const;
+  std::unique_ptr<detail::ContextImpl> impl_;
+};
+
+}  // namespace devctx

@@ -1,0 +1,18 @@
+// devctx/detail/config.hpp - the compiler annotations shared by host and device code.
+// This is the only header that looks at which compiler pass is running; the device-side
+// implementations are chosen once, in kernel.hpp.
+#pragma once
+
+#if defined(__CUDACC__)
+#define DEVCTX_HD __host__ __device__
+#define DEVCTX_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define DEVCTX_HD
+#define DEVCTX_HD_INLINE inline __attribute__((always_inline))
+#endif
+
+/// Marks a kernel: a function returning void, launched with DeviceContext::enqueue_function.
+/// With nvcc it is compiled for both host (CPU backend) and device (CUDA backend).
+#define DEVCTX_KERNEL DEVCTX_HD
+/// Marks a helper callable from kernels (compiled for host and device).
+#define DEVCTX_DEVICE DEVCTX_HD

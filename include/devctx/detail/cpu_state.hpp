@@ -1,0 +1,54 @@
+// devctx/detail/cpu_state.hpp - what a kernel running on the CPU backend can see of its
+// thread: the per-worker state that the CPU executor sets before running a kernel's code,
+// and the executor entry points that kernel-side functions call. Users never include this.
+#pragma once
+
+#include <cstddef>
+
+#include <devctx/launch.hpp>
+
+namespace devctx::detail::cpu {
+
+class BlockRun;  // src/backends/cpu: one block being executed (barriers, shared memory, fibers)
+
+/// How the current worker is executing kernel code.
+enum class Mode : unsigned char {
+  none,         ///< not inside a kernel (host code)
+  plain,        ///< the block's threads run one after another as a loop
+  cooperative,  ///< each thread has its own fiber; barriers switch between them
+  block_level,  ///< a block-level kernel (devctx::Block) is running its phases
+};
+
+/// Per worker thread. Fibers of one block share their worker, so the scheduler rewrites
+/// `thread_idx` whenever it switches between GPU threads.
+struct ThreadState {
+  Dim3 thread_idx{0, 0, 0};
+  Dim3 block_idx{0, 0, 0};
+  Dim3 block_dim{1, 1, 1};
+  Dim3 grid_dim{1, 1, 1};
+  /// Upper bound of the plain loop over x. Lowered when the block turns cooperative so that
+  /// the plain loop stops after the thread that reached the barrier.
+  unsigned x_end = 0;
+  Mode mode = Mode::none;
+  BlockRun* block = nullptr;
+  std::byte* dynamic_shared = nullptr;
+  std::size_t dynamic_shared_bytes = 0;
+};
+
+extern constinit thread_local ThreadState tls;
+
+// Entry points into the executor (src/backends/cpu/block_run.cpp).
+void barrier();
+/// Publishes `bytes` bytes of this lane's value to its warp and waits for the whole warp.
+/// Returns the warp's 32 slots (each kWarpSlotBytes wide); warp_release() must follow.
+const std::byte* warp_publish(const void* value, std::size_t bytes);
+void warp_release();
+/// Number of threads in the calling thread's warp (32 except in a last, partial warp).
+unsigned warp_width();
+void* static_shared(const void* site, std::size_t bytes, std::size_t align);
+void* per_thread_storage(std::size_t bytes, std::size_t align);
+[[noreturn]] void not_in_kernel(const char* function);
+
+inline constexpr std::size_t kWarpSlotBytes = 16;
+
+}  // namespace devctx::detail::cpu

@@ -1,0 +1,21 @@
+// devctx/devctx.hpp - the umbrella header: everything a devctx program needs.
+//
+//   #include <devctx/devctx.hpp>
+//
+// Host side: DeviceContext (context.hpp), DeviceBuffer / HostBuffer (buffer.hpp), Stream and
+// the enqueue verbs (stream.hpp), Event (event.hpp), LaunchConfig / Dim3 (launch.hpp),
+// DeviceInfo (device_info.hpp), Error (error.hpp).
+// Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp) and the
+// block-level kernel form (block.hpp).
+#pragma once
+
+#include <devctx/block.hpp>
+#include <devctx/buffer.hpp>
+#include <devctx/context.hpp>
+#include <devctx/device_info.hpp>
+#include <devctx/error.hpp>
+#include <devctx/event.hpp>
+#include <devctx/kernel.hpp>
+#include <devctx/launch.hpp>
+#include <devctx/span.hpp>
+#include <devctx/stream.hpp>

@@ -1,0 +1,35 @@
+// devctx/kernel.hpp - the device-side API: what code inside a kernel may call.
+//
+// The same kernel source runs on every backend. In nvcc's device pass these functions map to
+// CUDA built-ins; everywhere else (g++, and nvcc's host pass) they read the CPU executor's
+// per-worker state. Reference (all usable only inside a running kernel):
+//
+//   thread_idx(), block_idx(), block_dim(), grid_dim()  -> Dim3 (.x .y .z), as in CUDA
+//   global_idx()                 -> Idx3: block_idx * block_dim + thread_idx, 64-bit
+//   barrier()                    block-wide barrier (__syncthreads); every non-exited thread
+//                                of the block must reach the same barrier
+//   DEVCTX_SHARED(T, name, n);   a block-shared array `T name[n]` (n a constant)
+//   dynamic_shared<T>()          span<T> over the launch's LaunchConfig::shared_bytes
+//   atomic_add/min/max/exchange/cas(T* addr, ...)   return the old value (relaxed order)
+//   memory_fence()               __threadfence
+//   warp_size, lane_id(), shuffle(v, lane), shuffle_down(v, d), shuffle_up(v, d),
+//   shuffle_xor(v, m), warp_sum(v)   warps of 32 lanes on every backend; all lanes of the
+//                                    warp must take part (full-warp operations)
+#pragma once
+
+#include <devctx/detail/config.hpp>
+#include <devctx/launch.hpp>
+#include <devctx/span.hpp>
+
+namespace devctx {
+/// Threads per warp, on every backend.
+inline constexpr unsigned warp_size = 32;
+}  // namespace devctx
+
+#if defined(__CUDA_ARCH__)
+#include <devctx/detail/device_cuda.hpp>
+#else
+#include <devctx/detail/device_cpu.hpp>
+#endif
+
+#include <devctx/block.hpp>

@@ -1,0 +1,43 @@
+// devctx/launch.hpp - grid and block dimensions and the launch configuration.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <devctx/detail/config.hpp>
+
+namespace devctx {
+
+/// Grid or block dimensions. Built from one integer (`Dim3{256}` is 256x1x1) or from {x, y, z}.
+struct Dim3 {
+  unsigned x = 1;
+  unsigned y = 1;
+  unsigned z = 1;
+
+  DEVCTX_HD constexpr Dim3() = default;
+  DEVCTX_HD constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+
+  /// x * y * z, computed in 64 bits so that grid volumes cannot overflow.
+  [[nodiscard]] DEVCTX_HD constexpr std::uint64_t volume() const {
+    return std::uint64_t(x) * y * z;
+  }
+  friend DEVCTX_HD constexpr bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+/// A 64-bit 3-D index, as returned by devctx::global_idx().
+struct Idx3 {
+  std::uint64_t x = 0;
+  std::uint64_t y = 0;
+  std::uint64_t z = 0;
+  friend DEVCTX_HD constexpr bool operator==(const Idx3&, const Idx3&) = default;
+};
+
+/// How a kernel is launched: `{.grid_dim = blocks, .block_dim = 256, .shared_bytes = 0}`.
+/// `shared_bytes` is the dynamic shared memory per block (see devctx::dynamic_shared).
+struct LaunchConfig {
+  Dim3 grid_dim;
+  Dim3 block_dim;
+  std::size_t shared_bytes = 0;
+};
+
+}  // namespace devctx

@@ -1,0 +1,46 @@
+// devctx/span.hpp - devctx::span<T>, the view of device memory that kernels receive.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include <devctx/detail/config.hpp>
+
+namespace devctx {
+
+/// A non-owning view of `size()` contiguous elements in device memory, as a kernel sees a
+/// DeviceBuffer<T> (or one of its slices). Cheap to copy; valid while the buffer lives.
+template <class T>
+class span {
+ public:
+  using element_type = T;
+  using value_type = std::remove_cv_t<T>;
+  using size_type = std::size_t;
+  using pointer = T*;
+  using reference = T&;
+  using iterator = T*;
+
+  DEVCTX_HD constexpr span() noexcept = default;
+  DEVCTX_HD constexpr span(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// span<T> converts to span<const T>.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  DEVCTX_HD constexpr span(const span<U>& other) noexcept : data_(other.data()), size_(other.size()) {}
+
+  [[nodiscard]] DEVCTX_HD constexpr std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] DEVCTX_HD constexpr std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
+  [[nodiscard]] DEVCTX_HD constexpr bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] DEVCTX_HD constexpr T* data() const noexcept { return data_; }
+  DEVCTX_HD constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] DEVCTX_HD constexpr T* begin() const noexcept { return data_; }
+  [[nodiscard]] DEVCTX_HD constexpr T* end() const noexcept { return data_ + size_; }
+  /// The `count` elements starting at `offset` (no checking: this runs inside kernels).
+  [[nodiscard]] DEVCTX_HD constexpr span subspan(std::size_t offset, std::size_t count) const noexcept {
+    return span(data_ + offset, count);
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace devctx

@@ -1,0 +1,146 @@
+// devctx/stream.hpp - the enqueue verbs (StreamRef) and owned streams (Stream).
+//
+// Every enqueue_* verb returns at once: the work runs later, in order with everything else
+// enqueued on the same stream, on the device's own workers. Nothing enqueued is guaranteed
+// finished until synchronize() (or an event wait) returns. Work on different streams may
+// overlap; order it with record_event() / enqueue_wait_for().
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <utility>
+
+#include <devctx/buffer.hpp>
+#include <devctx/detail/endpoints.hpp>
+#include <devctx/detail/launch_kernel.hpp>
+#include <devctx/detail/runtime.hpp>
+#include <devctx/event.hpp>
+#include <devctx/launch.hpp>
+
+namespace devctx {
+
+namespace detail {
+[[noreturn]] void throw_allocation_too_large(std::size_t count, std::size_t element_bytes);
+void queue_synchronize(QueueImpl& queue);
+[[nodiscard]] std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue);
+void queue_wait_for(QueueImpl& queue, const Event& event);
+}  // namespace detail
+
+/// A non-owning reference to a stream: all the enqueue verbs. DeviceContext (its default
+/// stream) and Stream are StreamRefs. Valid while the stream it refers to lives.
+class StreamRef {
+ public:
+  explicit StreamRef(detail::QueueImpl* queue) noexcept : queue_(queue) {}
+
+  /// A DeviceBuffer of `count` elements (contents uninitialised), allocated in stream order:
+  /// usable by work enqueued after this call on this stream (or on streams that wait for it).
+  /// Throws devctx::Error (out_of_memory) naming the size and the device's free memory.
+  template <class T>
+  [[nodiscard]] DeviceBuffer<T> enqueue_create_buffer(std::size_t count) {
+    return DeviceBuffer<T>(detail::allocate(queue(), checked_bytes<T>(count), detail::MemKind::device), count);
+  }
+
+  /// A HostBuffer of `count` elements: host memory fit for fast transfers (page-locked on CUDA).
+  /// Fill it once synchronize() has returned after its creation.
+  template <class T>
+  [[nodiscard]] HostBuffer<T> enqueue_create_host_buffer(std::size_t count) {
+    return HostBuffer<T>(detail::allocate(queue(), checked_bytes<T>(count), detail::MemKind::host_pinned), count);
+  }
+
+  /// Copies `src` into `dst`. Each may be a DeviceBuffer, HostBuffer, a slice of either, or
+  /// ordinary host memory (std::span, std::vector, std::array). Element types must match
+  /// (compile time) and sizes must be equal, else devctx::Error (size_mismatch) and nothing is
+  /// enqueued. With ordinary host memory on either side the call returns only once that memory
+  /// has been read or written, so it may be reused at once; otherwise it returns immediately.
+  template <class Dst, class Src>
+  void enqueue_copy(Dst&& dst, Src&& src) {
+    using DT = detail::endpoint_element_t<std::remove_reference_t<Dst>>;
+    using ST = detail::endpoint_element_t<std::remove_reference_t<Src>>;
+    static_assert(!std::is_const_v<DT>, "enqueue_copy: the destination is read-only (const)");
+    static_assert(std::is_same_v<std::remove_const_t<DT>, std::remove_const_t<ST>>,
+                  "enqueue_copy: the element types of destination and source differ");
+    const auto d = detail::endpoint(dst);
+    const auto s = detail::endpoint(src);
+    detail::enqueue_copy(queue(), d.ref, s.ref, sizeof(DT));
+  }
+
+  /// Sets every element of `dst` (a DeviceBuffer, HostBuffer or slice) to `value`.
+  template <class Dst, class V>
+  void enqueue_memset(Dst&& dst, const V& value) {
+    using DT = detail::endpoint_element_t<std::remove_reference_t<Dst>>;
+    static_assert(!std::is_const_v<DT>, "enqueue_memset: the destination is read-only (const)");
+    static_assert(std::is_convertible_v<const V&, DT>, "enqueue_memset: the value does not convert to the element type");
+    const auto d = detail::endpoint(dst);
+    const DT v = static_cast<DT>(value);
+    detail::enqueue_fill(queue(), d.ref, &v, sizeof(DT));
+  }
+
+  /// Launches `Kernel` over `config.grid_dim` blocks of `config.block_dim` threads. Buffers
+  /// become devctx::span in the kernel; scalars pass by value; host memory does not compile.
+  /// The launch is checked against the device's limits first: devctx::Error (invalid_launch)
+  /// and nothing enqueued when it does not fit. Failures while the kernel runs surface at the
+  /// next synchronize().
+  template <auto Kernel, class... Args>
+  void enqueue_function(const LaunchConfig& config, Args&&... args) {
+    detail::launch_kernel<Kernel>(queue(), config, std::forward<Args>(args)...);
+  }
+
+  /// Blocks until all work enqueued on this stream has finished; throws devctx::Error for the
+  /// first failure among it (then forgets it: the stream stays usable).
+  void synchronize() { detail::queue_synchronize(queue()); }
+
+  /// An event at the current end of this stream's work.
+  [[nodiscard]] Event record_event() { return Event(detail::queue_record_event(queue())); }
+
+  /// Work enqueued on this stream after this call starts only once `event` has completed.
+  /// Returns at once. The event must belong to the same device.
+  void enqueue_wait_for(const Event& event) { detail::queue_wait_for(queue(), event); }
+
+  [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
+  /// The backend queue (for devctx's own use and backend interop).
+  [[nodiscard]] detail::QueueImpl& queue() const {
+    if (queue_ == nullptr) detail::throw_invalid_handle("stream (moved-from DeviceContext or Stream)");
+    return *queue_;
+  }
+
+ protected:
+  void reset(detail::QueueImpl* queue) noexcept { queue_ = queue; }
+
+ private:
+  template <class T>
+  static std::size_t checked_bytes(std::size_t count) {
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
+      detail::throw_allocation_too_large(count, sizeof(T));
+    return count * sizeof(T);
+  }
+
+  detail::QueueImpl* queue_;
+};
+
+/// An owned stream of its device (from DeviceContext::create_stream()). Move-only; dropping it
+/// never blocks: work already enqueued still runs.
+class Stream : public StreamRef {
+ public:
+  explicit Stream(std::shared_ptr<detail::QueueImpl> queue) noexcept
+      : StreamRef(queue.get()), owner_(std::move(queue)) {}
+  Stream(Stream&& other) noexcept : StreamRef(other.owner_.get()), owner_(std::move(other.owner_)) {
+    other.reset(nullptr);
+  }
+  Stream& operator=(Stream&& other) noexcept {
+    owner_ = std::move(other.owner_);
+    reset(owner_.get());
+    other.reset(nullptr);
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() = default;
+
+ private:
+  std::shared_ptr<detail::QueueImpl> owner_;
+};
+
+}  // namespace devctx

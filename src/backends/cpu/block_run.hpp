@@ -1,0 +1,126 @@
+// src/backends/cpu/block_run.hpp - executes one block of a kernel on the calling worker.
+//
+// Three paths (docs/cpu-backend.md explains them and their costs):
+//  * plain: the block's threads run one after another as a loop (cpu_run_block), on a fiber
+//    stack. A kernel that never reaches barrier() or a warp operation stays on this path, and
+//    the compiler can vectorise the loop.
+//  * cooperative: the first time a thread reaches barrier() or a warp operation, that thread
+//    keeps the plain fiber, the threads after it get fibers of their own, and barriers switch
+//    between fibers round-robin (one switch per thread per barrier). Threads before it have
+//    already finished, which is exactly what CUDA allows for threads that exit early.
+//  * block_level: a kernel taking devctx::Block runs once per block; its phases are loops.
+//
+// Checks performed here on every path: shared memory limits, barrier divergence (threads
+// waiting at different kinds of barrier with nobody able to proceed), exceptions in kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <devctx/error.hpp>
+#include <devctx/launch.hpp>
+
+#include "backends/cpu/fiber.hpp"
+
+namespace devctx::detail::cpu {
+
+/// Thrown inside the fibers of a failed block to unwind their stacks.
+struct BlockAbort {};
+
+/// What one launch asks of the block executor.
+struct BlockTask {
+  std::string_view kernel;
+  void (*run_block)(const void* args) = nullptr;
+  void (*run_thread)(const void* args) = nullptr;
+  const void* args = nullptr;
+  bool block_level = false;
+  Dim3 grid_dim;
+  Dim3 block_dim;
+  std::size_t shared_bytes = 0;
+};
+
+enum class BlockPath : unsigned char { plain, cooperative, block_level };
+
+/// A failure inside a block: the error code and the full message.
+struct BlockFailure {
+  Errc code = Errc::kernel_failed;
+  std::string message;
+};
+
+class BlockRun {
+ public:
+  BlockRun(std::size_t stack_bytes, std::size_t shared_limit);
+  BlockRun(const BlockRun&) = delete;
+  BlockRun& operator=(const BlockRun&) = delete;
+
+  /// Runs block `block_idx` of `task` to completion. Returns false and fills `failure` if a
+  /// thread threw or the block broke a rule; `why` receives the reason a block went cooperative.
+  bool run(const BlockTask& task, Dim3 block_idx, BlockPath& path, BlockFailure& failure, std::string* why);
+
+  // Kernel-side entry points (through detail::cpu::barrier() etc.).
+  void barrier();
+  const std::byte* warp_publish(const void* value, std::size_t bytes);
+  void warp_release();
+  [[nodiscard]] unsigned warp_width() const;
+  void* static_shared(const void* site, std::size_t bytes, std::size_t align);
+  void* per_thread_storage(std::size_t bytes, std::size_t align);
+
+ private:
+  enum class State : std::uint8_t { not_started, running, at_barrier, at_warp, exited };
+  struct Slot {
+    FiberSp sp = nullptr;
+    std::uint32_t wait_gen = 0;
+    State state = State::exited;
+    Dim3 idx;
+  };
+  struct SharedSite {
+    const void* site;
+    std::size_t offset;
+  };
+
+  static void plain_entry(void* self);
+  static void thread_entry(void* self);
+
+  void go_cooperative(const char* cause);
+  void warp_sync();
+  void record_current_exception();
+  [[nodiscard]] bool runnable(std::uint32_t j) const;
+  [[nodiscard]] Dim3 index_of(std::uint32_t rank) const;
+  void switch_away();
+  [[noreturn]] void exit_current();
+
+  StackPool stacks_;
+  std::size_t shared_limit_;
+  std::unique_ptr<std::byte[]> shared_;      // dynamic shared memory first, static after it
+  std::unique_ptr<std::byte[]> per_thread_;  // block-level per_thread<T>() values
+  std::size_t per_thread_top_ = 0;
+  std::size_t static_top_ = 0;
+  std::vector<SharedSite> sites_;
+
+  const BlockTask* task_ = nullptr;
+  Dim3 block_idx_;
+  std::uint32_t n_ = 0;
+  std::uint32_t cur_ = 0;
+  std::uint32_t live_ = 0;
+  std::uint32_t arrived_ = 0;
+  std::uint32_t gen_ = 0;
+  bool cooperative_ = false;
+  bool aborting_ = false;
+  bool failed_ = false;
+  BlockFailure failure_;
+  std::string* why_ = nullptr;
+  FiberSp scheduler_sp_ = nullptr;
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> next_;  // ring of live threads
+  std::vector<std::uint32_t> prev_;
+  std::uint32_t warp_live_[32] = {};
+  std::uint32_t warp_arrived_[32] = {};
+  std::uint32_t warp_gen_[32] = {};
+  std::unique_ptr<std::byte[]> warp_slots_;  // 32 warps x 32 lanes x kWarpSlotBytes
+};
+
+}  // namespace devctx::detail::cpu

@@ -1,0 +1,44 @@
+#include "core/allocation.hpp"
+
+namespace devctx::detail {
+
+void Allocation::note_use(QueueImpl& queue) {
+  if (&queue == home_.get()) return;
+  const std::lock_guard lock(users_mutex_);
+  for (const auto& user : other_users_) {
+    if (const auto q = user.lock(); q.get() == &queue) return;
+  }
+  other_users_.push_back(queue.weak_from_this());
+}
+
+void Allocation::release() noexcept {
+  // Other queues may still have work on this memory: make the home queue wait for them first.
+  // If that ordering cannot be set up (the device failed), leaking is safer than a use-after-free.
+  try {
+    for (const auto& user : other_users_) {
+      if (const auto q = user.lock()) home_->wait_for(q->record_event());
+    }
+  } catch (...) {
+    return;
+  }
+  home_->free(data_, bytes_, kind_);
+}
+
+void AllocationReleaser::operator()(Allocation* allocation) const noexcept {
+  allocation->release();
+  delete allocation;
+}
+
+AllocationPtr allocate(QueueImpl& queue, std::size_t bytes, MemKind kind) {
+  void* data = queue.allocate(bytes, kind);
+  try {
+    return AllocationPtr(new Allocation(queue.shared_from_this(), data, bytes, kind));
+  } catch (...) {
+    queue.free(data, bytes, kind);
+    throw;
+  }
+}
+
+void* allocation_data(const Allocation& allocation) noexcept { return allocation.data(); }
+
+}  // namespace devctx::detail

@@ -1,0 +1,40 @@
+// src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <devctx/detail/runtime.hpp>
+
+#include "core/backend.hpp"
+
+namespace devctx::detail {
+
+class Allocation {
+ public:
+  Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind) noexcept
+      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind) {}
+
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] MemKind kind() const noexcept { return kind_; }
+  [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
+  [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
+
+  /// Remembers that `queue` enqueued work on this memory, so the free waits for it too.
+  void note_use(QueueImpl& queue);
+  /// Frees in stream order: after the work enqueued so far on every queue that used it.
+  void release() noexcept;
+
+ private:
+  std::shared_ptr<QueueImpl> home_;
+  void* data_;
+  std::size_t bytes_;
+  MemKind kind_;
+  std::mutex users_mutex_;
+  std::vector<std::weak_ptr<QueueImpl>> other_users_;
+};
+
+}  // namespace devctx::detail

@@ -1,0 +1,74 @@
+// src/core/backend.hpp - the one internal interface every backend implements.
+//
+// A backend provides devices (DeviceImpl), each with in-order queues (QueueImpl) and events
+// (EventImpl). Core code validates every request before it reaches a backend, so backends see
+// only well-formed work. Nothing here knows about CUDA.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <devctx/detail/runtime.hpp>
+#include <devctx/device_info.hpp>
+
+namespace devctx::detail {
+
+class EventImpl {
+ public:
+  virtual ~EventImpl() = default;
+  [[nodiscard]] virtual DeviceImpl& device() const = 0;
+  /// Blocks until the event's point has been reached; throws failures of work before it.
+  virtual void synchronize() = 0;
+  [[nodiscard]] virtual bool query() = 0;
+  /// Milliseconds from `start` to this event; both have been reached.
+  [[nodiscard]] virtual double elapsed_ms_since(EventImpl& start) = 0;
+};
+
+class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
+ public:
+  explicit QueueImpl(DeviceImpl& device) noexcept : device_(device) {}
+  virtual ~QueueImpl() = default;
+  QueueImpl(const QueueImpl&) = delete;
+  QueueImpl& operator=(const QueueImpl&) = delete;
+
+  [[nodiscard]] DeviceImpl& device() const noexcept { return device_; }
+
+  /// Stream-ordered device allocation; throws Error(out_of_memory).
+  [[nodiscard]] virtual void* allocate(std::size_t bytes, MemKind kind) = 0;
+  /// Frees after all work enqueued so far on this queue. Never throws.
+  virtual void free(void* data, std::size_t bytes, MemKind kind) noexcept = 0;
+  /// `bytes` from src to dst. When either side is pageable host memory, returns only once the
+  /// copy has read or written that memory.
+  virtual void copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) = 0;
+  /// Fills `count` elements of `element_bytes` each with the pattern at `value`.
+  virtual void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) = 0;
+  virtual void launch(const KernelLaunch& launch) = 0;
+  virtual void synchronize() = 0;
+  [[nodiscard]] virtual std::shared_ptr<EventImpl> record_event() = 0;
+  virtual void wait_for(const std::shared_ptr<EventImpl>& event) = 0;
+
+ private:
+  DeviceImpl& device_;
+};
+
+class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
+ public:
+  virtual ~DeviceImpl() = default;
+  [[nodiscard]] virtual const DeviceInfo& info() const noexcept = 0;
+  [[nodiscard]] virtual std::shared_ptr<QueueImpl> create_queue() = 0;
+  /// Checks launch limits that only the backend knows (e.g. the kernel's own register-limited
+  /// maximum block size on CUDA). Throws Error(invalid_launch). Default: nothing more to check.
+  virtual void check_kernel_limits(const KernelLaunch& /*launch*/) {}
+
+  /// "cpu:0 (CPU, 2 threads: AMD EPYC)" - how messages name the device.
+  [[nodiscard]] std::string label() const;
+};
+
+// ---- backend entry points (each backend folder defines its pair) ------------------------------
+[[nodiscard]] int cpu_device_count() noexcept;
+[[nodiscard]] std::shared_ptr<DeviceImpl> open_cpu_device(int id);
+[[nodiscard]] int cuda_device_count() noexcept;
+[[nodiscard]] std::shared_ptr<DeviceImpl> open_cuda_device(int id);
+
+}  // namespace devctx::detail
