@@ -14,14 +14,14 @@ struct Dim3 {
   unsigned y = 1;
   unsigned z = 1;
 
-  DEVCTX_HD constexpr Dim3() = default;
+  constexpr Dim3() = default;
   DEVCTX_HD constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 
   /// x * y * z, computed in 64 bits so that grid volumes cannot overflow.
   [[nodiscard]] DEVCTX_HD constexpr std::uint64_t volume() const {
     return std::uint64_t(x) * y * z;
   }
-  friend DEVCTX_HD constexpr bool operator==(const Dim3&, const Dim3&) = default;
+  friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
 };
 
 /// A 64-bit 3-D index, as returned by devctx::global_idx().
@@ -29,7 +29,7 @@ struct Idx3 {
   std::uint64_t x = 0;
   std::uint64_t y = 0;
   std::uint64_t z = 0;
-  friend DEVCTX_HD constexpr bool operator==(const Idx3&, const Idx3&) = default;
+  friend constexpr bool operator==(const Idx3&, const Idx3&) = default;
 };
 
 /// How a kernel is launched: `{.grid_dim = blocks, .block_dim = 256, .shared_bytes = 0}`.

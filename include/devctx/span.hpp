@@ -20,7 +20,7 @@ class span {
   using reference = T&;
   using iterator = T*;
 
-  DEVCTX_HD constexpr span() noexcept = default;
+  constexpr span() noexcept = default;
   DEVCTX_HD constexpr span(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
   /// span<T> converts to span<const T>.
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>

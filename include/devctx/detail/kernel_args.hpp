@@ -54,9 +54,9 @@ template <class... P>
 using ArgPack = PackImpl<std::index_sequence_for<P...>, P...>;
 
 template <std::size_t I, class T>
-DEVCTX_HD_INLINE const T& pack_get(const PackLeaf<I, T>& leaf) { return leaf.value; }
+inline const T& pack_get(const PackLeaf<I, T>& leaf) { return leaf.value; }
 template <std::size_t I, class T>
-DEVCTX_HD_INLINE T& pack_get(PackLeaf<I, T>& leaf) { return leaf.value; }
+inline T& pack_get(PackLeaf<I, T>& leaf) { return leaf.value; }
 
 // ---- classifying a launch argument ---------------------------------------------------------
 template <class T> struct is_device_buffer : std::false_type {};
@@ -80,7 +80,7 @@ constexpr bool refers_to_buffer = is_device_buffer<std::remove_cvref_t<A>>::valu
 
 /// Maps launch argument number I (type A) to kernel parameter type P.
 template <std::size_t I, class P, class A>
-DEVCTX_HD_INLINE P map_arg(A&& arg) {
+inline P map_arg(A&& arg) {
   using D = std::remove_cvref_t<A>;
   static_assert(!std::is_reference_v<P>,
                 "kernel parameters must be taken by value (devctx::span<T>, scalars, trivially "

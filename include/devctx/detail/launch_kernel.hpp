@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <devctx/block.hpp>
+#include <devctx/detail/cpu_state.hpp>
 #include <devctx/detail/kernel_args.hpp>
 #include <devctx/detail/runtime.hpp>
 #include <devctx/kernel.hpp>
@@ -30,8 +31,7 @@ constexpr std::string_view kernel_name() {
   return text;
 }
 
-#if !defined(__CUDA_ARCH__)
-// ---- CPU backend runners -------------------------------------------------------------------
+// ---- CPU backend runners (host code; nvcc's device pass parses but never emits them) -------------------------------------------------------------------
 template <auto K, class Pack, std::size_t... I>
 inline __attribute__((always_inline)) void call_kernel(const Pack& pack, std::index_sequence<I...>) {
   K(pack_get<I>(pack)...);
@@ -75,7 +75,6 @@ template <auto K, class... P>
 void cpu_run_block_level(const void* packed) {
   call_block_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
 }
-#endif
 
 #if defined(__CUDACC__)
 // ---- CUDA backend entries --------------------------------------------------------------------
