@@ -40,12 +40,13 @@
 namespace devctx {
 
 /// One thread of a block inside a for_each_thread phase: its thread index and its rank
-/// (x + y * block_dim.x + z * block_dim.x * block_dim.y).
+/// (x + y * block_dim.x + z * block_dim.x * block_dim.y). The fields are 64-bit so that index
+/// arithmetic on them cannot wrap, which is what lets the CPU backend vectorise a phase.
 struct Thread {
-  unsigned x;
-  unsigned y;
-  unsigned z;
-  unsigned rank;
+  std::size_t x;
+  std::size_t y;
+  std::size_t z;
+  std::size_t rank;
 };
 
 /// A value per thread that persists across phases. Index it with the phase's Thread.
@@ -101,7 +102,7 @@ __device__ __forceinline__ Dim3 Block::grid() const { return {gridDim.x, gridDim
 template <class F>
 __device__ __forceinline__ void Block::for_each_thread(F&& f) const {
   f(Thread{threadIdx.x, threadIdx.y, threadIdx.z,
-           threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)});
+           threadIdx.x + blockDim.x * (threadIdx.y + std::size_t(blockDim.y) * threadIdx.z)});
   __syncthreads();
 }
 
@@ -118,16 +119,19 @@ template <class F>
 inline void Block::for_each_thread(F&& f) const {
   auto& st = detail::cpu::tls;
   const Dim3 d = st.block_dim;
-  unsigned rank = 0;
-  for (unsigned z = 0; z < d.z; ++z) {
-    for (unsigned y = 0; y < d.y; ++y) {
-      st.thread_idx.z = z;
-      st.thread_idx.y = y;
-      // The second store of x lets the compiler move both out of the loop and vectorise it.
-      for (unsigned x = 0; x < d.x; ++x) {
-        st.thread_idx.x = x;
+  std::size_t rank = 0;
+  for (std::size_t z = 0; z < d.z; ++z) {
+    for (std::size_t y = 0; y < d.y; ++y) {
+      st.thread_idx.z = unsigned(z);
+      st.thread_idx.y = unsigned(y);
+      // Threads of one phase are independent (a dependence between them would be a data race
+      // on a GPU), which ivdep tells the compiler. The second store of x lets it keep x in a
+      // register. Together they let the loop vectorise.
+      DEVCTX_IVDEP
+      for (std::size_t x = 0; x < d.x; ++x) {
+        st.thread_idx.x = unsigned(x);
         f(Thread{x, y, z, rank + x});
-        st.thread_idx.x = x;
+        st.thread_idx.x = unsigned(x);
       }
       rank += d.x;
     }

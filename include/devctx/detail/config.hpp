@@ -16,3 +16,13 @@
 #define DEVCTX_KERNEL DEVCTX_HD
 /// Marks a helper callable from kernels (compiled for host and device).
 #define DEVCTX_DEVICE DEVCTX_HD
+
+// Marks a loop over the threads of a block: GPU threads between barriers are independent, so
+// the compiler may vectorise without proving that their memory accesses do not overlap.
+#if defined(__clang__)
+#define DEVCTX_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define DEVCTX_IVDEP _Pragma("GCC ivdep")
+#else
+#define DEVCTX_IVDEP
+#endif

@@ -197,8 +197,7 @@ bool BlockRun::runnable(std::uint32_t j) const {
   }
 }
 
-void BlockRun::switch_away() {
-  std::uint32_t j = next_[cur_];
+std::uint32_t BlockRun::find_runnable(std::uint32_t j) {
   for (std::uint32_t seen = 0; !runnable(j); j = next_[j]) {
     if (++seen > n_) {
       // Every live thread waits and none can go on: the threads are split between block
@@ -217,10 +216,22 @@ void BlockRun::switch_away() {
       seen = 0;
     }
   }
+  return j;
+}
+
+void BlockRun::switch_away() {
   const std::uint32_t from = cur_;
+  std::uint32_t j = next_[from];
+  if (!runnable(j)) [[unlikely]] j = find_runnable(j);
   Slot& to = slots_[j];
   cur_ = j;
-  if (to.state == State::not_started) {
+  // The fiber after `j` runs next: fetch the top of its stack (its saved registers and the
+  // frames above them) while `j` runs, so that resuming it does not wait for memory.
+  if (const auto* after = static_cast<const char*>(slots_[next_[j]].sp); after != nullptr) {
+    __builtin_prefetch(after);
+    __builtin_prefetch(after + 64);
+  }
+  if (to.state == State::not_started) [[unlikely]] {
     to.idx = index_of(j);
     to.sp = fiber_prepare(stacks_.top(j + 1), &thread_entry, this);
   }
@@ -252,11 +263,13 @@ void BlockRun::exit_current() {
 }
 
 void BlockRun::barrier() {
-  if (tls.mode == Mode::block_level)
-    fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
-                              "already ends with a barrier, so call no barrier() of your own");
-  if (!cooperative_) go_cooperative("barrier()");
-  if (aborting_) throw BlockAbort{};
+  if (!cooperative_) [[unlikely]] {
+    if (tls.mode == Mode::block_level)
+      fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
+                                "already ends with a barrier, so call no barrier() of your own");
+    go_cooperative("barrier()");
+  }
+  if (aborting_) [[unlikely]] throw BlockAbort{};
   if (++arrived_ == live_) {
     arrived_ = 0;
     ++gen_;
@@ -266,7 +279,7 @@ void BlockRun::barrier() {
   me.state = State::at_barrier;
   me.wait_gen = gen_;
   switch_away();
-  if (aborting_) throw BlockAbort{};
+  if (aborting_) [[unlikely]] throw BlockAbort{};
 }
 
 void BlockRun::warp_sync() {

@@ -63,18 +63,16 @@ FiberSp fiber_prepare(void* top, void (*entry)(void*), void* arg) noexcept {
   return frame;
 }
 
-StackPool::StackPool(std::size_t stack_bytes) {
-  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
-  stack_bytes_ = (stack_bytes + page - 1) / page * page;
+StackPool::StackPool(std::size_t stack_bytes) : page_(std::size_t(sysconf(_SC_PAGESIZE))) {
+  stack_bytes_ = (stack_bytes + page_ - 1) / page_ * page_;
 }
 
 StackPool::~StackPool() {
-  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
-  for (void* region : regions_) munmap(region, stack_bytes_ + page);
+  for (void* region : regions_) munmap(region, stack_bytes_ + page_);
 }
 
-void* StackPool::top(std::size_t i) {
-  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+void* StackPool::grow(std::size_t i) {
+  const std::size_t page = page_;
   while (regions_.size() <= i) {
     void* region = mmap(nullptr, stack_bytes_ + page, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -82,10 +80,12 @@ void* StackPool::top(std::size_t i) {
       fail(Errc::out_of_memory, "CPU backend: cannot map a ", bytes_text(stack_bytes_),
            " stack for GPU thread ", regions_.size(), " of a cooperative block");
     mprotect(region, page, PROT_NONE);  // overflowing a fiber's stack faults instead of corrupting
+    const std::size_t n = regions_.size();
+    const std::size_t stagger = (n % 64) * 64;
     regions_.push_back(region);
+    tops_.push_back(static_cast<char*>(region) + page + stack_bytes_ - stagger);
   }
-  const std::size_t stagger = (i % 64) * 64;
-  return static_cast<char*>(regions_[i]) + page + stack_bytes_ - stagger;
+  return tops_[i];
 }
 
 }  // namespace devctx::detail::cpu

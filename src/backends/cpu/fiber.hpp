@@ -33,12 +33,16 @@ class StackPool {
   /// Top of stack number i (allocated on first use, with a guard page below it). Tops are
   /// staggered by a cache line per stack so that the hot frames of different fibers fall into
   /// different cache sets.
-  void* top(std::size_t i);
+  void* top(std::size_t i) { return i < tops_.size() ? tops_[i] : grow(i); }
   [[nodiscard]] std::size_t stack_bytes() const noexcept { return stack_bytes_; }
 
  private:
+  void* grow(std::size_t i);
+
+  std::size_t page_;
   std::size_t stack_bytes_;
   std::vector<void*> regions_;  // mmap'ed, guard page first
+  std::vector<void*> tops_;
 };
 
 }  // namespace devctx::detail::cpu
