@@ -105,11 +105,11 @@ class DeviceBuffer {
   }
   /// The whole buffer as a slice.
   [[nodiscard]] DeviceSlice<T> as_slice() {
-    if (!allocation_) detail::throw_invalid_handle("DeviceBuffer (moved-from or empty)");
+    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed DeviceBuffer: it owns no memory");
     return {allocation_.get(), data_, size_};
   }
   [[nodiscard]] DeviceSlice<const T> as_slice() const {
-    if (!allocation_) detail::throw_invalid_handle("DeviceBuffer (moved-from or empty)");
+    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed DeviceBuffer: it owns no memory");
     return {allocation_.get(), data_, size_};
   }
   /// The kernel's view of the buffer.
@@ -200,11 +200,11 @@ class HostBuffer {
     return as_slice().slice(offset, count);
   }
   [[nodiscard]] HostSlice<T> as_slice() {
-    if (!allocation_) detail::throw_invalid_handle("HostBuffer (moved-from or empty)");
+    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed HostBuffer: it owns no memory");
     return {allocation_.get(), data_, size_};
   }
   [[nodiscard]] HostSlice<const T> as_slice() const {
-    if (!allocation_) detail::throw_invalid_handle("HostBuffer (moved-from or empty)");
+    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed HostBuffer: it owns no memory");
     return {allocation_.get(), data_, size_};
   }
 

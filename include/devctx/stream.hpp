@@ -102,7 +102,7 @@ class StreamRef {
   [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
   /// The backend queue (for devctx's own use and backend interop).
   [[nodiscard]] detail::QueueImpl& queue() const {
-    if (queue_ == nullptr) detail::throw_invalid_handle("stream (moved-from DeviceContext or Stream)");
+    if (queue_ == nullptr) detail::throw_invalid_handle("a moved-from DeviceContext or Stream: it has no stream any more");
     return *queue_;
   }
 

@@ -137,9 +137,8 @@ void enqueue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::s
   check_same_device(queue, src.kind == MemKind::device ? src.allocation : nullptr, "source DeviceBuffer", "enqueue_copy");
   if (dst.count != src.count)
     fail(Errc::size_mismatch, "enqueue_copy on ", queue.device().label(), ": the destination ", dst.what, " has ",
-         dst.count, " elements (", bytes_text(dst.count * element_bytes), ") but the source ", src.what, " has ",
-         src.count, " elements (", bytes_text(src.count * element_bytes),
-         "); sizes must be equal (use slice(offset, count) to copy part of a buffer)");
+         dst.count, " elements of ", element_bytes, " bytes but the source ", src.what, " has ", src.count,
+         "; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
   if (dst.allocation != nullptr) dst.allocation->note_use(queue);
   if (src.allocation != nullptr) src.allocation->note_use(queue);
   if (dst.count == 0) return;
@@ -193,7 +192,7 @@ void queue_synchronize(QueueImpl& queue) { queue.synchronize(); }
 std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return queue.record_event(); }
 
 void queue_wait_for(QueueImpl& queue, const Event& event) {
-  if (!event) throw_invalid_handle("Event (default-constructed: record one with record_event())");
+  if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
   if (&event.impl()->device() != &queue.device())
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
          event.impl()->device().label(), "; streams can only wait for events of their own device");
@@ -232,7 +231,7 @@ int DeviceContext::count(Api api) {
 }
 
 detail::ContextImpl& DeviceContext::impl() const {
-  if (!impl_) detail::throw_invalid_handle("DeviceContext (moved-from)");
+  if (!impl_) detail::throw_invalid_handle("a moved-from DeviceContext: it has no device any more");
   return *impl_;
 }
 
@@ -244,17 +243,17 @@ Stream DeviceContext::create_stream() { return impl().create_stream(); }
 void DeviceContext::synchronize() { impl().synchronize(); }
 
 void Event::synchronize() const {
-  if (!impl_) detail::throw_invalid_handle("Event (default-constructed: record one with record_event())");
+  if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
   impl_->synchronize();
 }
 
 bool Event::query() const {
-  if (!impl_) detail::throw_invalid_handle("Event (default-constructed: record one with record_event())");
+  if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
   return impl_->query();
 }
 
 double elapsed_ms(const Event& start, const Event& stop) {
-  if (!start || !stop) detail::throw_invalid_handle("Event (default-constructed: record one with record_event())");
+  if (!start || !stop) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
   if (&start.impl()->device() != &stop.impl()->device())
     detail::fail(Errc::wrong_device, "elapsed_ms: the events belong to different devices (",
                  start.impl()->device().label(), " and ", stop.impl()->device().label(), ')');

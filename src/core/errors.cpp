@@ -50,8 +50,7 @@ std::string bytes_text(std::size_t bytes) {
 }
 
 void throw_invalid_handle(const char* what) {
-  fail(Errc::invalid_handle, "use of an empty ", what,
-       ": it was moved from or never created; create a new one");
+  fail(Errc::invalid_handle, "use of ", what);
 }
 
 void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count, std::size_t size) {

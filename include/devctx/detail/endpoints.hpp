@@ -46,6 +46,12 @@ Endpoint<T> endpoint(const HostSlice<T>& s) {
   return {{const_cast<std::remove_const_t<T>*>(s.data()), s.size(), MemKind::host_pinned, s.allocation(),
            "HostBuffer slice"}};
 }
+// A non-const HostSlice would otherwise bind to the range overload below (HostSlice is a
+// contiguous range) and be taken for pageable memory.
+template <class T>
+Endpoint<T> endpoint(HostSlice<T>& s) {
+  return endpoint(static_cast<const HostSlice<T>&>(s));
+}
 /// Ordinary (pageable) host memory: std::span, std::vector, std::array, C arrays.
 template <class R>
   requires std::ranges::contiguous_range<R&> && std::ranges::sized_range<R&>
