@@ -7,7 +7,12 @@ function(devctx_add_kernels target)
   target_sources(${target} PRIVATE ${ARGN})
   if(DEVCTX_ENABLE_CUDA)
     set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CUDA)
-    set_target_properties(${target} PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON)
+    if(CMAKE_CUDA20_COMPILE_FEATURES)
+      set_target_properties(${target} PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON)
+    else()
+      # CMake before 3.26 knows no C++20 dialect for nvcc (CUDA_STANDARD 20 fails to generate).
+      target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>)
+    endif()
     # std:: constexpr functions (std::min, ...) inside kernels, as host code would use them.
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
   endif()
