@@ -23,7 +23,8 @@
 namespace devctx {
 
 namespace detail {
-[[noreturn]] void throw_allocation_too_large(std::size_t count, std::size_t element_bytes);
+[[noreturn]] void throw_allocation_too_large(QueueImpl& queue, const char* operation, std::size_t count,
+                                             std::size_t element_bytes);
 void queue_synchronize(QueueImpl& queue);
 [[nodiscard]] std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue);
 void queue_wait_for(QueueImpl& queue, const Event& event);
@@ -40,14 +41,17 @@ class StreamRef {
   /// Throws devctx::Error (out_of_memory) naming the size and the device's free memory.
   template <class T>
   [[nodiscard]] DeviceBuffer<T> enqueue_create_buffer(std::size_t count) {
-    return DeviceBuffer<T>(detail::allocate(queue(), checked_bytes<T>(count), detail::MemKind::device), count);
+    return DeviceBuffer<T>(
+        detail::allocate(queue(), checked_bytes<T>("enqueue_create_buffer", count), detail::MemKind::device), count);
   }
 
   /// A HostBuffer of `count` elements: host memory fit for fast transfers (page-locked on CUDA).
   /// Fill it once synchronize() has returned after its creation.
   template <class T>
   [[nodiscard]] HostBuffer<T> enqueue_create_host_buffer(std::size_t count) {
-    return HostBuffer<T>(detail::allocate(queue(), checked_bytes<T>(count), detail::MemKind::host_pinned), count);
+    return HostBuffer<T>(
+        detail::allocate(queue(), checked_bytes<T>("enqueue_create_host_buffer", count), detail::MemKind::host_pinned),
+        count);
   }
 
   /// Copies `src` into `dst`. Each may be a DeviceBuffer, HostBuffer, a slice of either, or
@@ -111,9 +115,9 @@ class StreamRef {
 
  private:
   template <class T>
-  static std::size_t checked_bytes(std::size_t count) {
+  std::size_t checked_bytes(const char* operation, std::size_t count) const {
     if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
-      detail::throw_allocation_too_large(count, sizeof(T));
+      detail::throw_allocation_too_large(queue(), operation, count, sizeof(T));
     return count * sizeof(T);
   }
 

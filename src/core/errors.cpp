@@ -5,6 +5,8 @@
 #include <devctx/detail/runtime.hpp>
 #include <devctx/device_info.hpp>
 
+#include "core/backend.hpp"
+
 namespace devctx {
 
 const char* to_string(Errc code) noexcept {
@@ -58,9 +60,10 @@ void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t 
        size, " elements, so offset + count must be at most ", size);
 }
 
-void throw_allocation_too_large(std::size_t count, std::size_t element_bytes) {
-  fail(Errc::out_of_memory, "cannot allocate ", count, " elements of ", element_bytes,
-       " bytes: the size in bytes does not fit in std::size_t");
+void throw_allocation_too_large(QueueImpl& queue, const char* operation, std::size_t count, std::size_t element_bytes) {
+  fail(Errc::out_of_memory, operation, " on ", queue.device().label(), ": cannot allocate ", count, " elements of ",
+       element_bytes, " bytes: the size in bytes does not fit in 64 bits, far beyond the device's ",
+       bytes_text(queue.device().info().total_memory_bytes));
 }
 
 }  // namespace detail

@@ -28,6 +28,9 @@ constexpr std::string_view kernel_name() {
   text = text.substr(begin, end - begin);
   while (!text.empty() && (text.front() == '&' || text.front() == '(' || text.front() == ' ')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ')' || text.back() == ' ')) text.remove_suffix(1);
+  // nvcc names an anonymous namespace "_GLOBAL__N__<hash>_<file>"; keep only what follows it.
+  if (text.starts_with("_GLOBAL__N_"))
+    if (const std::size_t scope = text.find("::"); scope != std::string_view::npos) text.remove_prefix(scope + 2);
   return text;
 }
 
@@ -97,7 +100,8 @@ struct Launcher {
     Allocation* buffers[sizeof...(A) + 1] = {buffer_of(args)..., nullptr};
 
     KernelLaunch l;
-    l.name = kernel_name<K>();
+    static constexpr std::string_view name = kernel_name<K>();
+    l.name = name;
     l.config = config;
     l.block_level = Sig::block_level;
     l.args = &pack;

@@ -9,7 +9,7 @@
 //   release threshold is raised so that freed memory stays in the pool for reuse.
 // - Host buffers: page-locked memory from a stream-ordered host memory pool where the driver
 //   has them (cudaDevAttrHostMemoryPoolsSupported), else cudaHostAlloc with deferred frees.
-// - Every CUDA call goes through check(); a fault that poisons the CUDA context is recorded
+// - Every CUDA call is checked (DEVCTX_CUDA_CHECK, CudaDevice::raise); a fault that poisons the CUDA context is recorded
 //   per device, so every later call says plainly that the context is lost.
 #include <cuda_runtime.h>
 
@@ -146,6 +146,7 @@ class CudaDevice final : public DeviceImpl {
   KernelInfo kernel_info(const KernelLaunch& launch);
 
   DeviceInfo info_;
+  bool only_device_ = false;
   ContextHealth& health_;
   cudaMemPool_t host_pool_ = nullptr;
 
@@ -157,12 +158,14 @@ class CudaDevice final : public DeviceImpl {
   std::vector<std::pair<void*, cudaEvent_t>> pending_host_frees_;
 };
 
-/// Checks one CUDA call. DEVCTX_CUDA_CHECK adds the call's text, file and line.
-inline void check(cudaError_t status, const CudaDevice& device, std::string_view operation, const CallSite& site) {
-  if (status != cudaSuccess) [[unlikely]] device.raise(status, operation, site);
-}
-#define DEVCTX_CUDA_CHECK(call, device, operation) \
-  ::devctx::detail::check((call), (device), (operation), {#call, __FILE__, __LINE__})
+/// Checks one CUDA call: on failure, raises with the call's text, file and line. `operation`
+/// (a string naming the devctx operation) is evaluated only on failure, so building it costs
+/// nothing on the fast path.
+#define DEVCTX_CUDA_CHECK(call, device, operation)                                          \
+  do {                                                                                      \
+    if (const cudaError_t devctx_status_ = (call); devctx_status_ != cudaSuccess) [[unlikely]] \
+      (device).raise(devctx_status_, (operation), {#call, __FILE__, __LINE__});              \
+  } while (false)
 
 /// Runs a CUDA call whose failure cannot be reported (destructors, frees); clears a
 /// non-sticky error so that it does not surface later at an unrelated call.
@@ -194,6 +197,8 @@ CudaDevice::CudaDevice(int id) : health_(context_health(id)) {
   info_.compute_capability_major = p.major;
   info_.compute_capability_minor = p.minor;
   check_alive("opening the device");
+  int devices = 0;
+  only_device_ = cudaGetDeviceCount(&devices) == cudaSuccess && devices == 1;
 
   make_current();
   // Freed device memory stays in the default pool for reuse instead of going back to the
@@ -222,8 +227,7 @@ CudaDevice::CudaDevice(int id) : health_(context_health(id)) {
     } else {
       ignore(cudaMemPoolSetAttribute(host_pool_, cudaMemPoolAttrReleaseThreshold, &threshold));
       // Every device may copy from and to it (a HostBuffer is host memory to the others).
-      int devices = 0;
-      if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = id + 1;
+      if (devices <= id) devices = id + 1;
       for (int d = 0; d < devices; ++d) {
         cudaMemAccessDesc access{};
         access.location.type = cudaMemLocationTypeDevice;
@@ -250,6 +254,7 @@ CudaDevice::~CudaDevice() {
 }
 
 void CudaDevice::make_current() const {
+  if (only_device_) return;  // with one device, the runtime's current device is always it
   int current = -1;
   if (cudaGetDevice(&current) == cudaSuccess && current == info_.id) return;
   DEVCTX_CUDA_CHECK(cudaSetDevice(info_.id), *this, "selecting the device");
@@ -328,9 +333,22 @@ std::string CudaDevice::memory_text() const {
   return text;
 }
 
+/// The kernel this thread launched last, so that a loop of launches of one kernel skips the
+/// device's lock. Kernel attributes are fixed per device id and kernel for the whole process.
+struct LastKernel {
+  int device = -1;
+  const void* function = nullptr;
+  KernelInfo info;
+};
+thread_local LastKernel last_kernel;
+
 KernelInfo CudaDevice::kernel_info(const KernelLaunch& launch) {
+  if (last_kernel.function == launch.cuda_function && last_kernel.device == info_.id) return last_kernel.info;
   const std::lock_guard lock(kernels_mutex_);
-  if (const auto it = kernels_.find(launch.cuda_function); it != kernels_.end()) return it->second;
+  if (const auto it = kernels_.find(launch.cuda_function); it != kernels_.end()) {
+    last_kernel = {info_.id, launch.cuda_function, it->second};
+    return it->second;
+  }
   const std::string operation = concat("enqueue_function<", launch.name, '>');
   make_current();
   cudaFuncAttributes a{};
@@ -340,6 +358,7 @@ KernelInfo CudaDevice::kernel_info(const KernelLaunch& launch) {
   k.registers = unsigned(a.numRegs);
   k.static_shared = a.sharedSizeBytes;
   k.dynamic_limit = std::size_t(a.maxDynamicSharedSizeBytes);
+  last_kernel = {info_.id, launch.cuda_function, k};
   return kernels_.emplace(launch.cuda_function, k).first->second;
 }
 
@@ -348,7 +367,7 @@ void CudaDevice::check_kernel_limits(const KernelLaunch& launch) {
     fail(Errc::not_available, "enqueue_function<", launch.name, "> on ", label(),
          ": the kernel has no CUDA code because its source file was compiled without nvcc; add that file to its "
          "target with devctx_add_kernels(<target> <file>) so that nvcc compiles it");
-  check_alive(concat("enqueue_function<", launch.name, '>'));
+  if (lost()) throw_lost(concat("enqueue_function<", launch.name, '>'));
   const KernelInfo k = kernel_info(launch);
   const LaunchConfig& c = launch.config;
   auto where = [&] { return concat("enqueue_function<", launch.name, "> on ", label(), ": "); };
@@ -364,7 +383,7 @@ void CudaDevice::check_kernel_limits(const KernelLaunch& launch) {
   if (c.shared_bytes > k.dynamic_limit) {
     // Above the default 48 KiB a kernel must opt in; raise its limit once to the most it can have.
     const std::lock_guard lock(kernels_mutex_);
-    KernelInfo& entry = kernels_[launch.cuda_function];
+    KernelInfo& entry = kernels_.try_emplace(launch.cuda_function, k).first->second;
     if (c.shared_bytes > entry.dynamic_limit) {
       make_current();
       const std::size_t most = limit - entry.static_shared;
@@ -372,6 +391,7 @@ void CudaDevice::check_kernel_limits(const KernelLaunch& launch) {
                         *this, concat("enqueue_function<", launch.name, '>'));
       entry.dynamic_limit = most;
     }
+    last_kernel = {info_.id, launch.cuda_function, entry};
   }
 }
 
@@ -537,7 +557,7 @@ void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
          bytes_text(std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE))),
          " of memory (page-locked memory may also be limited by `ulimit -l`)");
   }
-  check(s, *device_, concat(operation, " (", bytes_text(bytes), ')'), site);
+  if (s != cudaSuccess) device_->raise(s, concat(operation, " (", bytes_text(bytes), ')'), site);
   return data;
 }
 
@@ -582,9 +602,9 @@ void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* val
   const std::size_t bytes = count * element_bytes;
   const auto* pattern = static_cast<const unsigned char*>(value);
   const bool uniform = std::all_of(pattern, pattern + element_bytes, [&](unsigned char b) { return b == pattern[0]; });
-  const std::string operation = concat("enqueue_memset (", count, " elements of ", element_bytes, " bytes)");
+  const auto operation = [&] { return concat("enqueue_memset (", count, " elements of ", element_bytes, " bytes)"); };
   if (uniform && kind == MemKind::device) {
-    DEVCTX_CUDA_CHECK(cudaMemsetAsync(dst, pattern[0], bytes, stream_), *device_, operation);
+    DEVCTX_CUDA_CHECK(cudaMemsetAsync(dst, pattern[0], bytes, stream_), *device_, operation());
     return;
   }
   if (element_bytes > cuda::kFillMaxPattern) return fill_doubling(dst, kind, count, value, element_bytes);
@@ -609,7 +629,7 @@ void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* val
   const std::uint64_t wanted = (units + threads - 1) / threads;
   const unsigned blocks = unsigned(std::clamp<std::uint64_t>(wanted, 1, std::uint64_t(device_->info().multiprocessors) * 16));
   void* args[] = {&p};
-  DEVCTX_CUDA_CHECK(cudaLaunchKernel(cuda::fill_kernel(), dim3(blocks), dim3(threads), args, 0, stream_), *device_, operation);
+  DEVCTX_CUDA_CHECK(cudaLaunchKernel(cuda::fill_kernel(), dim3(blocks), dim3(threads), args, 0, stream_), *device_, operation());
 }
 
 void CudaQueue::fill_doubling(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) {
