@@ -138,7 +138,7 @@ void enqueue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::s
   if (dst.count != src.count)
     fail(Errc::size_mismatch, "enqueue_copy on ", queue.device().label(), ": the destination ", dst.what, " has ",
          dst.count, " elements of ", element_bytes, " bytes but the source ", src.what, " has ", src.count,
-         "; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
+         " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
   if (dst.allocation != nullptr) dst.allocation->note_use(queue);
   if (src.allocation != nullptr) src.allocation->note_use(queue);
   if (dst.count == 0) return;

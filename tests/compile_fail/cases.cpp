@@ -1,0 +1,87 @@
+// tests/compile_fail/cases.cpp - misuse that must not compile. Each ctest compiles this file
+// with one -DCASE_<name> and expects the static_assert text given in tests/CMakeLists.txt;
+// CASE_ok is the control that must compile.
+#include <array>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <devctx/devctx.hpp>
+
+DEVCTX_KERNEL void takes_span(devctx::span<float> out) {
+  if (devctx::global_idx().x < out.size()) out[devctx::global_idx().x] = 1.0f;
+}
+DEVCTX_KERNEL void takes_const_span(devctx::span<const float> in, devctx::span<float> out) { out[0] = in[0]; }
+DEVCTX_KERNEL void takes_pointer(float* p) { p[0] = 1.0f; }
+DEVCTX_KERNEL void takes_scalar(int v, devctx::span<int> out) { out[0] = v; }
+DEVCTX_KERNEL void takes_reference(const int& v, devctx::span<int> out) { out[0] = v; }
+DEVCTX_KERNEL void takes_string(std::string s, devctx::span<int> out) { out[0] = int(s.size()); }
+DEVCTX_KERNEL int returns_int(devctx::span<int> out) { return out[0]; }
+
+void cases(devctx::DeviceContext& ctx) {
+  const devctx::LaunchConfig cfg{.grid_dim = 1, .block_dim = 32};
+  auto d = ctx.enqueue_create_buffer<float>(32);
+  auto di = ctx.enqueue_create_buffer<int>(32);
+  auto h = ctx.enqueue_create_host_buffer<float>(32);
+  std::vector<float> v(32);
+  std::array<float, 32> a{};
+  float* p = v.data();
+  (void)d; (void)di; (void)h; (void)v; (void)a; (void)p; (void)cfg;
+#if defined(CASE_ok)
+  ctx.enqueue_function<takes_span>(cfg, d);
+  ctx.enqueue_function<takes_span>(cfg, d.slice(0, 16));
+  const auto& cd = d;
+  ctx.enqueue_function<takes_const_span>(cfg, cd, d);
+  ctx.enqueue_function<takes_scalar>(cfg, 3, di);
+  ctx.enqueue_copy(d, h);
+  ctx.enqueue_copy(v, d);
+  ctx.enqueue_copy(std::span<float>(v), cd);
+  ctx.enqueue_memset(d, 0.0f);
+#elif defined(CASE_host_buffer_to_kernel)
+  ctx.enqueue_function<takes_span>(cfg, h);
+#elif defined(CASE_host_slice_to_kernel)
+  ctx.enqueue_function<takes_span>(cfg, h.slice(0, 8));
+#elif defined(CASE_vector_to_kernel)
+  ctx.enqueue_function<takes_span>(cfg, v);
+#elif defined(CASE_std_span_to_kernel)
+  ctx.enqueue_function<takes_span>(cfg, std::span<float>(v));
+#elif defined(CASE_std_array_to_kernel)
+  ctx.enqueue_function<takes_span>(cfg, a);
+#elif defined(CASE_raw_pointer_to_kernel)
+  ctx.enqueue_function<takes_pointer>(cfg, p);
+#elif defined(CASE_raw_pointer_to_span_parameter)
+  ctx.enqueue_function<takes_span>(cfg, p);
+#elif defined(CASE_too_few_arguments)
+  ctx.enqueue_function<takes_const_span>(cfg, d);
+#elif defined(CASE_too_many_arguments)
+  ctx.enqueue_function<takes_span>(cfg, d, d);
+#elif defined(CASE_const_buffer_to_writable_span)
+  const auto& cd = d;
+  ctx.enqueue_function<takes_span>(cfg, cd);
+#elif defined(CASE_const_slice_to_writable_span)
+  const auto& cd = d;
+  ctx.enqueue_function<takes_span>(cfg, cd.slice(0, 4));
+#elif defined(CASE_wrong_buffer_element_type)
+  ctx.enqueue_function<takes_span>(cfg, di);
+#elif defined(CASE_copy_different_element_types)
+  ctx.enqueue_copy(d, di);
+#elif defined(CASE_copy_into_const)
+  const auto& cd = d;
+  ctx.enqueue_copy(cd, h);
+#elif defined(CASE_memset_const)
+  const auto& cd = d;
+  ctx.enqueue_memset(cd, 1.0f);
+#elif defined(CASE_kernel_reference_parameter)
+  ctx.enqueue_function<takes_reference>(cfg, 1, di);
+#elif defined(CASE_non_trivially_copyable_parameter)
+  ctx.enqueue_function<takes_string>(cfg, std::string("x"), di);
+#elif defined(CASE_scalar_for_span_parameter)
+  ctx.enqueue_function<takes_span>(cfg, 1.0f);
+#elif defined(CASE_buffer_for_scalar_parameter)
+  ctx.enqueue_function<takes_scalar>(cfg, di, di);
+#elif defined(CASE_non_void_kernel)
+  ctx.enqueue_function<returns_int>(cfg, di);
+#else
+#error "no CASE_ selected"
+#endif
+}

@@ -1,0 +1,461 @@
+// tests/error_test.cpp - every error path, run on every backend where it applies: launches
+// that do not fit the device, failures inside kernels (reported at the next synchronize, the
+// context usable afterwards), barrier divergence, shared memory over the limit, out of memory,
+// and the guarantees around them (nothing enqueued, destructors never throw).
+#include "support/test_support.hpp"
+
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+using devctx::Api;
+using devctx::DeviceContext;
+using devctx::Dim3;
+using devctx::Errc;
+using devctx_test::BackendTest;
+using devctx_test::cover;
+using devctx_test::download;
+using devctx_test::error_of;
+using devctx_test::poisoned_buffer;
+using testing::HasSubstr;
+
+DEVCTX_KERNEL void write_marker(devctx::span<unsigned> out, unsigned marker) {
+  const auto i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = marker;
+}
+
+DEVCTX_KERNEL void mark_block(devctx::span<unsigned> out) {
+  const Dim3 b = devctx::block_idx(), g = devctx::grid_dim();
+  out[b.x + std::uint64_t(g.x) * (b.y + std::uint64_t(g.y) * b.z)] = 1;
+}
+
+template <class T>
+DEVCTX_KERNEL void scale_by(devctx::span<T> data, T factor) {
+  const auto i = devctx::global_idx().x;
+  if (i < data.size()) data[i] *= factor;
+}
+
+/// Throws (on the CPU backend; device code cannot throw) in one thread of one block.
+/// mode 0: straight-line code; 1: between barriers; 2: throws a non-std exception.
+DEVCTX_KERNEL void throw_in_one_thread(devctx::span<unsigned> out, Dim3 bad_block, Dim3 bad_thread, int mode) {
+  const Dim3 b = devctx::block_idx(), t = devctx::thread_idx();
+  const bool bad = b.x == bad_block.x && b.y == bad_block.y && b.z == bad_block.z && t.x == bad_thread.x &&
+                   t.y == bad_thread.y && t.z == bad_thread.z;
+  if (mode == 1) devctx::barrier();
+#if !defined(__CUDA_ARCH__)
+  if (bad && mode == 2) throw 42;
+  if (bad) throw std::runtime_error("boom from the test kernel");
+#else
+  (void)bad;
+#endif
+  if (mode == 1) devctx::barrier();
+  const auto g = devctx::global_idx();
+  if (g.x < out.size()) out[g.x] = 1;
+}
+
+DEVCTX_KERNEL void throw_in_phase(devctx::Block blk, devctx::span<unsigned> out, unsigned bad_rank) {
+  blk.for_each_thread([&](devctx::Thread t) {
+#if !defined(__CUDA_ARCH__)
+    if (blk.idx().x == 1 && t.rank == bad_rank) throw std::logic_error("phase failure");
+#endif
+    out[blk.global_idx(t).x] = 1;
+  });
+}
+
+/// Half of each warp waits at a barrier while the other half is in a warp operation.
+DEVCTX_KERNEL void diverge_barrier_vs_warp(devctx::span<int> out) {
+  const unsigned t = devctx::thread_idx().x;
+  int v = int(t);
+  if (t % 32 < 16) devctx::barrier();
+  else v = devctx::warp_sum(v);
+  out[devctx::global_idx().x] = v;
+}
+
+DEVCTX_KERNEL void barrier_in_block_level(devctx::Block blk, devctx::span<int> out) {
+  blk.for_each_thread([&](devctx::Thread t) {
+    out[t.rank] = 1;
+    devctx::barrier();
+  });
+}
+
+DEVCTX_KERNEL void warp_op_in_block_level(devctx::Block blk, devctx::span<int> out) {
+  blk.for_each_thread([&](devctx::Thread t) { out[t.rank] = devctx::warp_sum(int(t.rank)); });
+}
+
+/// Static shared memory over every device's limit (on the CPU; nvcc would reject it at
+/// compile time, so the device pass declares a small array).
+DEVCTX_KERNEL void too_much_static_shared(devctx::span<unsigned> out) {
+#if defined(__CUDA_ARCH__)
+  DEVCTX_SHARED(unsigned, big, 32);
+#else
+  DEVCTX_SHARED(unsigned, big, 64 * 1024);  // 256 KiB
+#endif
+  big[devctx::thread_idx().x] = devctx::thread_idx().x;
+  devctx::barrier();
+  out[devctx::global_idx().x] = big[0];
+}
+
+/// 32 KiB of static shared memory: fine alone, too much with a large dynamic part.
+DEVCTX_KERNEL void static_32k_shared(devctx::span<unsigned> out) {
+  DEVCTX_SHARED(unsigned, s, 8 * 1024);
+  const devctx::span<unsigned> dyn = devctx::dynamic_shared<unsigned>();
+  s[devctx::thread_idx().x] = 1;
+  if (dyn.size() > 0) dyn[0] = 2;
+  devctx::barrier();
+  out[devctx::global_idx().x] = s[0] + (dyn.size() > 0 ? dyn[0] : 0u);
+}
+
+namespace {
+
+std::string dims(const Dim3& d) {
+  return "(" + std::to_string(d.x) + ", " + std::to_string(d.y) + ", " + std::to_string(d.z) + ")";
+}
+
+}  // namespace
+
+// ---- Error and Errc ------------------------------------------------------------------------------
+
+TEST(ErrorType, IsARuntimeErrorWithACodeAndNamedCodes) {
+  static_assert(std::is_base_of_v<std::runtime_error, devctx::Error>);
+  const devctx::Error e(Errc::size_mismatch, "message");
+  EXPECT_EQ(e.code(), Errc::size_mismatch);
+  EXPECT_STREQ(e.what(), "message");
+  const std::pair<Errc, const char*> names[] = {
+      {Errc::invalid_argument, "invalid_argument"}, {Errc::size_mismatch, "size_mismatch"},
+      {Errc::invalid_launch, "invalid_launch"},     {Errc::invalid_handle, "invalid_handle"},
+      {Errc::wrong_device, "wrong_device"},         {Errc::not_available, "not_available"},
+      {Errc::out_of_memory, "out_of_memory"},       {Errc::kernel_failed, "kernel_failed"},
+      {Errc::backend_error, "backend_error"},       {Errc::context_lost, "context_lost"}};
+  for (const auto& [code, name] : names) EXPECT_STREQ(devctx::to_string(code), name);
+}
+
+// ---- launches that do not fit ------------------------------------------------------------------------
+
+class LaunchErrors : public BackendTest {};
+DEVCTX_INSTANTIATE_BACKEND_TESTS(LaunchErrors);
+
+TEST_P(LaunchErrors, BadDimensionsThrowNameTheKernelValueAndLimitAndEnqueueNothing) {
+  const devctx::DeviceInfo& info = ctx().info();
+  struct Case {
+    const char* what;
+    devctx::LaunchConfig config;
+    std::vector<std::string> mentions;
+  };
+  const Dim3 mb = info.max_block_dim, mg = info.max_grid_dim;
+  std::vector<Case> cases = {
+      {"zero grid x", {.grid_dim = {0, 1, 1}, .block_dim = 32}, {"grid_dim", "(0, 1, 1)", "zero", "at least 1"}},
+      {"zero grid z", {.grid_dim = {4, 1, 0}, .block_dim = 32}, {"grid_dim", "(4, 1, 0)", "zero"}},
+      {"zero block y", {.grid_dim = 1, .block_dim = {32, 0, 1}}, {"block_dim", "(32, 0, 1)", "zero"}},
+      {"block x over the limit", {.grid_dim = 1, .block_dim = {mb.x + 1, 1, 1}}, {"block_dim", dims({mb.x + 1, 1, 1}), dims(mb)}},
+      {"block y over the limit", {.grid_dim = 1, .block_dim = {1, mb.y + 1, 1}}, {"block_dim", dims({1, mb.y + 1, 1}), dims(mb)}},
+      {"block z over the limit", {.grid_dim = 1, .block_dim = {1, 1, mb.z + 1}}, {"block_dim", dims({1, 1, mb.z + 1}), dims(mb)}},
+      {"too many threads", {.grid_dim = 1, .block_dim = {32, 32, 2}},
+       {"block_dim", "(32, 32, 2)", "2048", std::to_string(info.max_threads_per_block)}},
+      {"too many threads (1025 in x*y)", {.grid_dim = 1, .block_dim = {25, 41, 1}},
+       {"1025", std::to_string(info.max_threads_per_block)}},
+      {"grid y over the limit", {.grid_dim = {1, mg.y + 1, 1}, .block_dim = 32}, {"grid_dim", dims({1, mg.y + 1, 1}), dims(mg)}},
+      {"grid z over the limit", {.grid_dim = {1, 1, mg.z + 1}, .block_dim = 32}, {"grid_dim", dims({1, 1, mg.z + 1}), dims(mg)}},
+      {"shared_bytes over the limit",
+       {.grid_dim = 1, .block_dim = 32, .shared_bytes = info.max_shared_bytes_per_block + 1},
+       {"shared_bytes", std::to_string(info.max_shared_bytes_per_block + 1), std::to_string(info.max_shared_bytes_per_block)}},
+  };
+  if (mg.x < UINT_MAX)
+    cases.push_back({"grid x over the limit", {.grid_dim = {mg.x + 1, 1, 1}, .block_dim = 32},
+                     {"grid_dim", dims({mg.x + 1, 1, 1}), dims(mg)}});
+  auto out = poisoned_buffer<unsigned>(ctx(), 64);
+  const std::string device = std::string(devctx::to_string(api())) + ":0";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const auto e = error_of([&] { ctx().enqueue_function<write_marker>(c.config, out, 7u); });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::invalid_launch) << e->what();
+    EXPECT_THAT(e->what(), HasSubstr("enqueue_function<write_marker>"));
+    EXPECT_THAT(e->what(), HasSubstr(device)) << "the message names the device";
+    for (const auto& m : c.mentions) EXPECT_THAT(e->what(), HasSubstr(m));
+  }
+  // Nothing ran: the output still holds its poison; and the context works.
+  ctx().synchronize();
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, devctx_test::poison_value<unsigned>()), download(ctx(), out)));
+  ctx().enqueue_function<write_marker>(cover(64, 32), out, 5u);
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, 5u), download(ctx(), out)));
+}
+
+TEST_P(LaunchErrors, LimitsThemselvesAreAccepted) {
+  const devctx::DeviceInfo& info = ctx().info();
+  auto out = poisoned_buffer<unsigned>(ctx(), info.max_threads_per_block);
+  ctx().enqueue_function<write_marker>({.grid_dim = 1, .block_dim = info.max_threads_per_block}, out, 3u);
+  ctx().enqueue_function<write_marker>({.grid_dim = {1, 1, 1}, .block_dim = {1, 1, info.max_block_dim.z}}, out, 3u);
+  ctx().enqueue_function<write_marker>({.grid_dim = {1, 2, 2}, .block_dim = 32, .shared_bytes = info.max_shared_bytes_per_block}, out, 3u);
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(out.size(), 3u), download(ctx(), out)));
+  // The largest grid in z and y (one thread a block): every block runs.
+  for (const Dim3 grid : {Dim3{1, 1, info.max_grid_dim.z}, Dim3{1, info.max_grid_dim.y, 1}}) {
+    auto all = poisoned_buffer<unsigned>(ctx(), grid.volume());
+    ctx().enqueue_function<mark_block>({.grid_dim = grid, .block_dim = 1}, all);
+    EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(all.size(), 1u), download(ctx(), all)));
+  }
+}
+
+TEST_P(LaunchErrors, TemplateKernelsAreNamedWithTheirArguments) {
+  auto data = ctx().enqueue_create_buffer<int>(4);
+  const auto e = error_of([&] { ctx().enqueue_function<scale_by<int>>({.grid_dim = 0, .block_dim = 4}, data, 2); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::invalid_launch);
+  EXPECT_THAT(e->what(), HasSubstr("scale_by<int>"));
+  // And it runs when launched properly.
+  ctx().enqueue_memset(data, 3);
+  ctx().enqueue_function<scale_by<int>>({.grid_dim = 1, .block_dim = 4}, data, 2);
+  EXPECT_TRUE(devctx_test::all_equal({6, 6, 6, 6}, download(ctx(), data)));
+}
+
+TEST_P(LaunchErrors, LaunchErrorsOnStreamsToo) {
+  auto s = ctx().create_stream();
+  auto out = poisoned_buffer<unsigned>(s, 8);
+  const auto e = error_of([&] { s.enqueue_function<write_marker>({.grid_dim = 1, .block_dim = 0}, out, 1u); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::invalid_launch);
+  s.enqueue_function<write_marker>({.grid_dim = 1, .block_dim = 8}, out, 1u);
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(8, 1u), download(s, out)));
+}
+
+// ---- shared memory over the limit -------------------------------------------------------------------
+
+class SharedMemoryErrors : public BackendTest {};
+DEVCTX_INSTANTIATE_BACKEND_TESTS(SharedMemoryErrors);
+
+TEST_P(SharedMemoryErrors, StaticPlusDynamicOverTheLimit) {
+  // Either backend may refuse at enqueue (it knows the kernel's static size) or report at the
+  // next synchronize (the CPU learns it when DEVCTX_SHARED runs); both name shared memory.
+  const std::size_t limit = ctx().info().max_shared_bytes_per_block;
+  ASSERT_GT(limit, 16u * 1024u);
+  auto out = poisoned_buffer<unsigned>(ctx(), 64);
+  ctx().enqueue_function<static_32k_shared>({.grid_dim = 2, .block_dim = 32}, out);  // 32 KiB alone: fine
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, 1u), download(ctx(), out)));
+  const std::size_t dynamic = limit - 16 * 1024;  // within the limit by itself
+  const auto e = error_of([&] {
+    ctx().enqueue_function<static_32k_shared>({.grid_dim = 2, .block_dim = 32, .shared_bytes = dynamic}, out);
+    ctx().synchronize();
+  });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::invalid_launch) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("shared"));
+  EXPECT_THAT(e->what(), HasSubstr(std::to_string(limit))) << "the message names the limit";
+  // The context still works.
+  ctx().enqueue_function<static_32k_shared>({.grid_dim = 2, .block_dim = 32, .shared_bytes = 64}, out);
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, 3u), download(ctx(), out)));
+}
+
+TEST_P(SharedMemoryErrors, StaticSharedAloneOverTheLimit) {
+  if (api() != Api::cpu) GTEST_SKIP() << "nvcc rejects such a kernel at compile time";
+  auto out = poisoned_buffer<unsigned>(ctx(), 32);
+  const auto e = error_of([&] {
+    ctx().enqueue_function<too_much_static_shared>({.grid_dim = 1, .block_dim = 32}, out);
+    ctx().synchronize();
+  });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::invalid_launch) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("DEVCTX_SHARED"));
+  EXPECT_THAT(e->what(), HasSubstr("too_much_static_shared"));
+  EXPECT_THAT(e->what(), HasSubstr(std::to_string(ctx().info().max_shared_bytes_per_block)));
+  ctx().enqueue_function<write_marker>(cover(32), out, 4u);
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(32, 4u), download(ctx(), out)));
+}
+
+// ---- out of memory ---------------------------------------------------------------------------------
+
+class MemoryErrors : public BackendTest {};
+DEVCTX_INSTANTIATE_BACKEND_TESTS(MemoryErrors);
+
+TEST_P(MemoryErrors, AbsurdAllocationsThrowOutOfMemoryNamingTheSize) {
+  const std::size_t huge = std::size_t{1} << 60;  // 1 EiB
+  const auto e = error_of([&] { (void)ctx().enqueue_create_buffer<char>(huge); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::out_of_memory) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr(std::to_string(huge)));
+  EXPECT_THAT(e->what(), HasSubstr("enqueue_create_buffer"));
+  const auto h = error_of([&] { (void)ctx().enqueue_create_host_buffer<std::uint64_t>(huge / 8); });
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->code(), Errc::out_of_memory) << h->what();
+  EXPECT_THAT(h->what(), HasSubstr(std::to_string(huge)));
+  // Element count times element size overflowing std::size_t.
+  const std::size_t count = SIZE_MAX / 4;
+  const auto o = error_of([&] { (void)ctx().enqueue_create_buffer<double>(count); });
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->code(), Errc::out_of_memory) << o->what();
+  EXPECT_THAT(o->what(), HasSubstr(std::to_string(count)));
+  // Like every devctx::Error, it names the operation and the device.
+  EXPECT_THAT(o->what(), HasSubstr("enqueue_create_buffer"));
+  EXPECT_THAT(o->what(), HasSubstr(std::string(devctx::to_string(api())) + ":0"));
+  // The context still works.
+  auto ok = ctx().enqueue_create_buffer<unsigned>(16);
+  ctx().enqueue_function<write_marker>(cover(16), ok, 9u);
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(16, 9u), download(ctx(), ok)));
+}
+
+// ---- failures inside kernels -------------------------------------------------------------------------
+
+/// Failures raised by running kernels. Only the CPU backend can run host C++ (exceptions) inside
+/// a kernel or detect barrier divergence; on a GPU these are device faults or hangs.
+class KernelFailures : public BackendTest {
+ protected:
+  void SetUp() override {
+    BackendTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (api() != Api::cpu) GTEST_SKIP() << "exceptions and divergence checks in kernels are CPU-backend features";
+  }
+
+  /// The context works after a failure: a kernel runs and synchronize reports nothing old.
+  void expect_usable(devctx::StreamRef s) {
+    auto buf = poisoned_buffer<unsigned>(s, 1000);
+    s.enqueue_function<write_marker>(cover(1000, 128), buf, 77u);
+    EXPECT_NO_THROW(s.synchronize());
+    EXPECT_NO_THROW(ctx().synchronize());
+    EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(1000, 77u), download(s, buf)));
+  }
+};
+DEVCTX_INSTANTIATE_BACKEND_TESTS(KernelFailures);
+
+TEST_P(KernelFailures, ExceptionReportedAtSynchronizeNamingKernelBlockAndThread) {
+  for (const int mode : {0, 1}) {
+    SCOPED_TRACE(mode == 0 ? "plain code" : "between barriers");
+    const Dim3 grid{4, 3, 1}, block{8, 4, 2};
+    auto out = poisoned_buffer<unsigned>(ctx(), 64);
+    // Enqueueing does not throw: the failure happens later, while the kernel runs.
+    ASSERT_NO_THROW(ctx().enqueue_function<throw_in_one_thread>({.grid_dim = grid, .block_dim = block}, out,
+                                                                Dim3{3, 1, 0}, Dim3{5, 2, 1}, mode));
+    const auto e = error_of([&] { ctx().synchronize(); });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::kernel_failed) << e->what();
+    EXPECT_THAT(e->what(), HasSubstr("throw_in_one_thread"));
+    EXPECT_THAT(e->what(), HasSubstr("block (3, 1, 0)"));
+    EXPECT_THAT(e->what(), HasSubstr("thread (5, 2, 1)"));
+    EXPECT_THAT(e->what(), HasSubstr("boom from the test kernel"));
+    EXPECT_THAT(e->what(), HasSubstr("runtime_error"));
+    expect_usable(ctx());
+  }
+}
+
+TEST_P(KernelFailures, NonStandardExceptionType) {
+  auto out = poisoned_buffer<unsigned>(ctx(), 64);
+  ctx().enqueue_function<throw_in_one_thread>({.grid_dim = 2, .block_dim = 32}, out, Dim3{1, 0, 0}, Dim3{31, 0, 0}, 2);
+  const auto e = error_of([&] { ctx().synchronize(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::kernel_failed);
+  EXPECT_THAT(e->what(), HasSubstr("block (1, 0, 0)"));
+  EXPECT_THAT(e->what(), HasSubstr("thread (31, 0, 0)"));
+  expect_usable(ctx());
+}
+
+TEST_P(KernelFailures, ExceptionInABlockLevelPhase) {
+  auto out = poisoned_buffer<unsigned>(ctx(), 3 * 64);
+  ctx().enqueue_function<throw_in_phase>({.grid_dim = 3, .block_dim = 64}, out, 40u);
+  const auto e = error_of([&] { ctx().synchronize(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::kernel_failed) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("throw_in_phase"));
+  EXPECT_THAT(e->what(), HasSubstr("block (1, 0, 0)"));
+  EXPECT_THAT(e->what(), HasSubstr("thread (40, 0, 0)"));
+  EXPECT_THAT(e->what(), HasSubstr("phase failure"));
+  expect_usable(ctx());
+}
+
+TEST_P(KernelFailures, FailureOnAStreamIsReportedOnceByWhicheverWaitSeesItFirst) {
+  auto out = poisoned_buffer<unsigned>(ctx(), 64);
+  ctx().synchronize();
+  const devctx::LaunchConfig cfg{.grid_dim = 2, .block_dim = 32};
+  {
+    auto s = ctx().create_stream();
+    s.enqueue_function<throw_in_one_thread>(cfg, out, Dim3{0, 0, 0}, Dim3{3, 0, 0}, 0);
+    const auto e = error_of([&] { s.synchronize(); });  // the stream's own synchronize
+    ASSERT_TRUE(e);
+    EXPECT_THAT(e->what(), HasSubstr("throw_in_one_thread"));
+    EXPECT_NO_THROW(ctx().synchronize());  // already reported
+    expect_usable(s);
+  }
+  {
+    auto s = ctx().create_stream();
+    s.enqueue_function<throw_in_one_thread>(cfg, out, Dim3{0, 0, 0}, Dim3{3, 0, 0}, 0);
+    const auto e = error_of([&] { ctx().synchronize(); });  // the context covers its streams
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::kernel_failed);
+    EXPECT_NO_THROW(s.synchronize());
+    expect_usable(s);
+  }
+  {
+    auto s = ctx().create_stream();
+    s.enqueue_function<throw_in_one_thread>(cfg, out, Dim3{0, 0, 0}, Dim3{3, 0, 0}, 0);
+    const devctx::Event after = s.record_event();
+    const auto e = error_of([&] { after.synchronize(); });  // an event wait reports it
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::kernel_failed);
+    EXPECT_NO_THROW(s.synchronize());
+    EXPECT_NO_THROW(ctx().synchronize());
+    expect_usable(s);
+  }
+}
+
+TEST_P(KernelFailures, LaterWorkStillRunsAndLaterFailuresAreCounted) {
+  auto out = poisoned_buffer<unsigned>(ctx(), 64);
+  auto after = poisoned_buffer<unsigned>(ctx(), 64);
+  const devctx::LaunchConfig cfg{.grid_dim = 2, .block_dim = 32};
+  ctx().enqueue_function<throw_in_one_thread>(cfg, out, Dim3{1, 0, 0}, Dim3{0, 0, 0}, 0);
+  ctx().enqueue_function<write_marker>(cfg, after, 5u);
+  ctx().enqueue_function<throw_in_phase>({.grid_dim = 2, .block_dim = 32}, out, 1u);
+  const auto e = error_of([&] { ctx().synchronize(); });
+  ASSERT_TRUE(e);
+  EXPECT_THAT(e->what(), HasSubstr("throw_in_one_thread")) << "the first failure is the one reported";
+  EXPECT_THAT(e->what(), HasSubstr("1 later failure"));
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, 5u), download(ctx(), after)))
+      << "work enqueued after a failed kernel still runs";
+  expect_usable(ctx());
+}
+
+TEST_P(KernelFailures, BarrierDivergenceIsDetected) {
+  auto out = poisoned_buffer<int>(ctx(), 128);
+  ctx().enqueue_function<diverge_barrier_vs_warp>({.grid_dim = 2, .block_dim = 64}, out);
+  const auto e = error_of([&] { ctx().synchronize(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::kernel_failed) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("barrier divergence"));
+  EXPECT_THAT(e->what(), HasSubstr("diverge_barrier_vs_warp"));
+  expect_usable(ctx());
+}
+
+TEST_P(KernelFailures, BarriersAndWarpOperationsInsideBlockLevelPhasesAreRejected) {
+  auto out = poisoned_buffer<int>(ctx(), 64);
+  ctx().enqueue_function<barrier_in_block_level>({.grid_dim = 1, .block_dim = 64}, out);
+  auto e = error_of([&] { ctx().synchronize(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::kernel_failed) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("barrier_in_block_level"));
+  EXPECT_THAT(e->what(), HasSubstr("block-level"));
+  ctx().enqueue_function<warp_op_in_block_level>({.grid_dim = 1, .block_dim = 64}, out);
+  e = error_of([&] { ctx().synchronize(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::kernel_failed) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("warp operation"));
+  expect_usable(ctx());
+}
+
+TEST_P(KernelFailures, DestructorsNeverThrowWithFailuresPending) {
+  {
+    DeviceContext c{api()};
+    auto out = poisoned_buffer<unsigned>(c, 64);
+    auto s = c.create_stream();
+    s.enqueue_function<throw_in_one_thread>({.grid_dim = 2, .block_dim = 32}, out, Dim3{0, 0, 0}, Dim3{0, 0, 0}, 1);
+    c.enqueue_function<throw_in_one_thread>({.grid_dim = 2, .block_dim = 32}, out, Dim3{1, 0, 0}, Dim3{0, 0, 0}, 0);
+  }  // the stream, the buffer and the context go with unreported failures: no throw, no terminate
+  SUCCEED();
+}
+
+TEST_P(KernelFailures, DeviceSideApiOutsideAKernelIsAnError) {
+  // Kernel-side functions need a running kernel (the CPU backend checks).
+  const auto e = error_of([] { devctx::barrier(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::invalid_argument) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("outside a running kernel"));
+  const auto d = error_of([] { (void)devctx::dynamic_shared<int>(); });
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->code(), Errc::invalid_argument);
+}
