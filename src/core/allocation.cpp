@@ -3,7 +3,9 @@
 namespace devctx::detail {
 
 void Allocation::note_use(QueueImpl& queue) {
-  if (&queue == home_.get()) return;
+  // Only queues of the allocation's own device can order its free (their events are the only
+  // ones its home queue can wait for).
+  if (&queue == home_.get() || &queue.device() != &home_->device()) return;
   const std::lock_guard lock(users_mutex_);
   for (const auto& user : other_users_) {
     if (const auto q = user.lock(); q.get() == &queue) return;

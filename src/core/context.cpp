@@ -79,6 +79,10 @@ void check_same_device(const QueueImpl& queue, const Allocation* allocation, con
          allocation->device().label(), "; copy it through host memory to use it on this device");
 }
 
+void note_use_if_local(QueueImpl& queue, Allocation* allocation) {
+  if (allocation != nullptr && &allocation->device() == &queue.device()) allocation->note_use(queue);
+}
+
 // A HostBuffer of another device is ordinary host memory to this one.
 MemKind effective_kind(const QueueImpl& queue, const MemRef& ref) {
   if (ref.kind == MemKind::host_pinned && ref.allocation != nullptr && &ref.allocation->device() != &queue.device())
@@ -139,8 +143,10 @@ void enqueue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::s
     fail(Errc::size_mismatch, "enqueue_copy on ", queue.device().label(), ": the destination ", dst.what, " has ",
          dst.count, " elements of ", element_bytes, " bytes but the source ", src.what, " has ", src.count,
          " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
-  if (dst.allocation != nullptr) dst.allocation->note_use(queue);
-  if (src.allocation != nullptr) src.allocation->note_use(queue);
+  // A buffer of another device is host memory here (checked above), copied synchronously like
+  // pageable memory, so only buffers of this device need their frees ordered after this copy.
+  note_use_if_local(queue, dst.allocation);
+  note_use_if_local(queue, src.allocation);
   if (dst.count == 0) return;
   queue.copy(dst.data, effective_kind(queue, dst), src.data, effective_kind(queue, src), dst.count * element_bytes);
 }
@@ -151,7 +157,7 @@ void enqueue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::s
          ": ordinary host memory cannot be filled in stream order; fill it on the host (std::fill) "
          "or use a HostBuffer");
   check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "DeviceBuffer", "enqueue_memset");
-  if (dst.allocation != nullptr) dst.allocation->note_use(queue);
+  note_use_if_local(queue, dst.allocation);
   if (dst.count == 0) return;
   queue.fill(dst.data, effective_kind(queue, dst), dst.count, value, element_bytes);
 }
