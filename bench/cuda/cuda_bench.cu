@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -80,6 +81,22 @@ double med(int trials, int warmups, const std::function<double()>& f) {
   std::vector<double> v;
   for (int i = 0; i < trials; ++i) v.push_back(f());
   return median(v);
+}
+
+/// Medians of two measurements taken in alternation (devctx, raw, devctx, raw, ...), so that a
+/// drift of the GPU's clocks or the host's state during the run favours neither side.
+std::pair<double, double> med_alternating(int trials, int warmups, const std::function<double()>& devctx_fn,
+                                          const std::function<double()>& raw_fn) {
+  for (int i = 0; i < warmups; ++i) {
+    (void)devctx_fn();
+    (void)raw_fn();
+  }
+  std::vector<double> d, r;
+  for (int i = 0; i < trials; ++i) {
+    d.push_back(devctx_fn());
+    r.push_back(raw_fn());
+  }
+  return {median(d), median(r)};
 }
 
 double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
@@ -155,34 +172,38 @@ int main(int argc, char** argv) {
         return median(t);
       };
     };
-    const double d = med(5, 1, per_iter([&] {
-      ctx.enqueue_function<empty_kernel>({.grid_dim = 1, .block_dim = 1});
-      ctx.synchronize();
-    }));
-    const double r = med(5, 1, per_iter([&] {
-      raw_empty<<<1, 1, 0, s>>>();
-      CK(cudaStreamSynchronize(s));
-    }));
+    const auto [d, r] = med_alternating(
+        9, 1,
+        per_iter([&] {
+          ctx.enqueue_function<empty_kernel>({.grid_dim = 1, .block_dim = 1});
+          ctx.synchronize();
+        }),
+        per_iter([&] {
+          raw_empty<<<1, 1, 0, s>>>();
+          CK(cudaStreamSynchronize(s));
+        }));
     add_latency("empty kernel launch + synchronize", d, r, 0.5);
   }
 
   // ---- host-side submit cost per launch ------------------------------------------------------------
   {
     const int batch = 500;
-    const double d = med(21, 3, [&] {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < batch; ++i) ctx.enqueue_function<empty_kernel>({.grid_dim = 1, .block_dim = 1});
-      const double us = us_since(t0) / batch;
-      ctx.synchronize();
-      return us;
-    });
-    const double r = med(21, 3, [&] {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < batch; ++i) raw_empty<<<1, 1, 0, s>>>();
-      const double us = us_since(t0) / batch;
-      CK(cudaStreamSynchronize(s));
-      return us;
-    });
+    const auto [d, r] = med_alternating(
+        21, 3,
+        [&] {
+          const auto t0 = Clock::now();
+          for (int i = 0; i < batch; ++i) ctx.enqueue_function<empty_kernel>({.grid_dim = 1, .block_dim = 1});
+          const double us = us_since(t0) / batch;
+          ctx.synchronize();
+          return us;
+        },
+        [&] {
+          const auto t0 = Clock::now();
+          for (int i = 0; i < batch; ++i) raw_empty<<<1, 1, 0, s>>>();
+          const double us = us_since(t0) / batch;
+          CK(cudaStreamSynchronize(s));
+          return us;
+        });
     add_latency("submit cost per launch (host)", d, r, 0.5);
   }
 
