@@ -41,12 +41,8 @@ DEVCTX_KERNEL void block_reduce_phases(devctx::Block blk, devctx::span<const flo
     s[t.x] = i < in.size() ? in[i] : 0.0f;
   });
   for (unsigned stride = kReduceBlock / 2; stride > 0; stride /= 2)
-    blk.for_each_thread([&](devctx::Thread t) {
-      if (t.x < stride) s[t.x] += s[t.x + stride];
-    });
-  blk.for_each_thread([&](devctx::Thread t) {
-    if (t.rank == 0) sums[blk.idx().x] = s[0];
-  });
+    blk.for_first_threads(stride, [&](devctx::Thread t) { s[t.x] += s[t.x + stride]; });
+  blk.single([&] { sums[blk.idx().x] = s[0]; });
 }
 
 // ---- K3: tiled matmul, CUDA style (two barriers per tile step) -------------------------------
@@ -73,12 +69,12 @@ DEVCTX_KERNEL void matmul_phases(devctx::Block blk, devctx::span<const float> a,
   DEVCTX_SHARED(float, as, kTile * kTile);
   DEVCTX_SHARED(float, bs, kTile * kTile);
   auto acc = blk.per_thread<float>(0.0f);
-  const unsigned row0 = blk.idx().y * kTile, col0 = blk.idx().x * kTile;
-  for (unsigned k0 = 0; k0 < n; k0 += kTile) {
+  const std::size_t row0 = std::size_t(blk.idx().y) * kTile, col0 = std::size_t(blk.idx().x) * kTile;
+  for (std::size_t k0 = 0; k0 < n; k0 += kTile) {
     blk.for_each_thread([&](devctx::Thread t) {
-      const unsigned row = row0 + t.y, col = col0 + t.x;
-      as[t.y * kTile + t.x] = row < n && k0 + t.x < n ? a[std::size_t(row) * n + k0 + t.x] : 0.0f;
-      bs[t.y * kTile + t.x] = col < n && k0 + t.y < n ? b[std::size_t(k0 + t.y) * n + col] : 0.0f;
+      const std::size_t row = row0 + t.y, col = col0 + t.x;
+      as[t.y * kTile + t.x] = row < n && k0 + t.x < n ? a[row * n + k0 + t.x] : 0.0f;
+      bs[t.y * kTile + t.x] = col < n && k0 + t.y < n ? b[(k0 + t.y) * n + col] : 0.0f;
     });
     blk.for_each_thread([&](devctx::Thread t) {
       float sum = acc[t];
@@ -87,8 +83,8 @@ DEVCTX_KERNEL void matmul_phases(devctx::Block blk, devctx::span<const float> a,
     });
   }
   blk.for_each_thread([&](devctx::Thread t) {
-    const unsigned row = row0 + t.y, col = col0 + t.x;
-    if (row < n && col < n) c[std::size_t(row) * n + col] = acc[t];
+    const std::size_t row = row0 + t.y, col = col0 + t.x;
+    if (row < n && col < n) c[row * n + col] = acc[t];
   });
 }
 

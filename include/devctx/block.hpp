@@ -14,8 +14,8 @@
 //       s[t.x] = i < in.size() ? in[i] : 0.0f;
 //     });
 //     for (unsigned stride = blk.dim().x / 2; stride > 0; stride /= 2)
-//       blk.for_each_thread([&](devctx::Thread t) { if (t.x < stride) s[t.x] += s[t.x + stride]; });
-//     blk.for_each_thread([&](devctx::Thread t) { if (t.rank == 0) out[blk.idx().x] = s[0]; });
+//       blk.for_first_threads(stride, [&](devctx::Thread t) { s[t.x] += s[t.x + stride]; });
+//     blk.single([&] { out[blk.idx().x] = s[0]; });
 //   }
 //
 // It is launched like any kernel: ctx.enqueue_function<block_sum>(cfg, d_in, d_out).
@@ -89,6 +89,17 @@ class Block {
   template <class F>
   DEVCTX_HD_INLINE void for_each_thread(F&& f) const;
 
+  /// Runs `f(Thread)` for the threads whose rank is below `count` (all threads when `count` is
+  /// at least size()), then a block barrier. The natural phase of tree reductions and scans:
+  /// `for (s = n / 2; s > 0; s /= 2) blk.for_first_threads(s, [&](Thread t) { v[t.x] += v[t.x + s]; });`
+  /// On the CPU only those threads are visited, with no per-thread test.
+  template <class F>
+  DEVCTX_HD_INLINE void for_first_threads(std::size_t count, F&& f) const;
+
+  /// Runs `f()` once for the block (by the thread of rank 0 on a GPU), then a block barrier.
+  template <class F>
+  DEVCTX_HD_INLINE void single(F&& f) const;
+
   /// A per-thread value, initialised to `init` for every thread.
   template <class T>
   DEVCTX_HD_INLINE PerThread<T> per_thread(const T& init = T{}) const;
@@ -103,6 +114,19 @@ template <class F>
 __device__ __forceinline__ void Block::for_each_thread(F&& f) const {
   f(Thread{threadIdx.x, threadIdx.y, threadIdx.z,
            threadIdx.x + blockDim.x * (threadIdx.y + std::size_t(blockDim.y) * threadIdx.z)});
+  __syncthreads();
+}
+
+template <class F>
+__device__ __forceinline__ void Block::for_first_threads(std::size_t count, F&& f) const {
+  const std::size_t rank = threadIdx.x + blockDim.x * (threadIdx.y + std::size_t(blockDim.y) * threadIdx.z);
+  if (rank < count) f(Thread{threadIdx.x, threadIdx.y, threadIdx.z, rank});
+  __syncthreads();
+}
+
+template <class F>
+__device__ __forceinline__ void Block::single(F&& f) const {
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) f();
   __syncthreads();
 }
 
@@ -136,6 +160,33 @@ inline void Block::for_each_thread(F&& f) const {
       rank += d.x;
     }
   }
+}
+
+template <class F>
+inline void Block::for_first_threads(std::size_t count, F&& f) const {
+  auto& st = detail::cpu::tls;
+  const Dim3 d = st.block_dim;
+  std::size_t rank = 0;
+  for (std::size_t z = 0; z < d.z && rank < count; ++z) {
+    for (std::size_t y = 0; y < d.y && rank < count; ++y) {
+      st.thread_idx.z = unsigned(z);
+      st.thread_idx.y = unsigned(y);
+      const std::size_t end = count - rank < d.x ? count - rank : d.x;
+      DEVCTX_IVDEP
+      for (std::size_t x = 0; x < end; ++x) {
+        st.thread_idx.x = unsigned(x);
+        f(Thread{x, y, z, rank + x});
+        st.thread_idx.x = unsigned(x);
+      }
+      rank += d.x;
+    }
+  }
+}
+
+template <class F>
+inline void Block::single(F&& f) const {
+  detail::cpu::tls.thread_idx = {0, 0, 0};
+  f();
 }
 
 template <class T>

@@ -121,8 +121,16 @@ struct KernelOp final : Op {
     const std::uint64_t begin = part * per_part, end = std::min(blocks, begin + per_part);
     std::string reason;
     std::uint64_t coop = 0, plain = 0;
+    // The first block's index takes divisions; the rest step through x, then y, then z.
+    Dim3 idx{unsigned(begin % g.x), unsigned((begin / g.x) % g.y), unsigned(begin / (std::uint64_t(g.x) * g.y))};
     for (std::uint64_t b = begin; b < end && !failed.load(std::memory_order_relaxed); ++b) {
-      const Dim3 idx{unsigned(b % g.x), unsigned((b / g.x) % g.y), unsigned(b / (std::uint64_t(g.x) * g.y))};
+      if (b != begin && ++idx.x == g.x) {
+        idx.x = 0;
+        if (++idx.y == g.y) {
+          idx.y = 0;
+          ++idx.z;
+        }
+      }
       BlockPath path{};
       BlockFailure failure;
       const bool ok = run.run(task, idx, path, failure, why.empty() ? &reason : nullptr);
