@@ -143,6 +143,15 @@ template <class F>
 inline void Block::for_each_thread(F&& f) const {
   auto& st = detail::cpu::tls;
   const Dim3 d = st.block_dim;
+  if (d.y == 1 && d.z == 1) {  // 1-D blocks, the common case: a single loop
+    DEVCTX_IVDEP
+    for (std::size_t x = 0; x < d.x; ++x) {
+      st.thread_idx.x = unsigned(x);
+      f(Thread{x, 0, 0, x});
+      st.thread_idx.x = unsigned(x);
+    }
+    return;
+  }
   std::size_t rank = 0;
   for (std::size_t z = 0; z < d.z; ++z) {
     for (std::size_t y = 0; y < d.y; ++y) {
@@ -166,6 +175,16 @@ template <class F>
 inline void Block::for_first_threads(std::size_t count, F&& f) const {
   auto& st = detail::cpu::tls;
   const Dim3 d = st.block_dim;
+  if (d.y == 1 && d.z == 1) {  // 1-D blocks, the common case: a single loop
+    const std::size_t end = count < d.x ? count : d.x;
+    DEVCTX_IVDEP
+    for (std::size_t x = 0; x < end; ++x) {
+      st.thread_idx.x = unsigned(x);
+      f(Thread{x, 0, 0, x});
+      st.thread_idx.x = unsigned(x);
+    }
+    return;
+  }
   std::size_t rank = 0;
   for (std::size_t z = 0; z < d.z && rank < count; ++z) {
     for (std::size_t y = 0; y < d.y && rank < count; ++y) {

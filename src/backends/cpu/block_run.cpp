@@ -74,19 +74,27 @@ Dim3 BlockRun::index_of(std::uint32_t rank) const {
   return {rank % d.x, (rank / d.x) % d.y, rank / (d.x * d.y)};
 }
 
-bool BlockRun::run(const BlockTask& task, Dim3 block_idx, BlockPath& path, BlockFailure& failure, std::string* why) {
+bool BlockRun::run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz, BlockPath& path,
+                   BlockFailure& failure, std::string* why) {
   task_ = &task;
-  block_idx_ = block_idx;
+  block_idx_.x = bx;
+  block_idx_.y = by;
+  block_idx_.z = bz;
   n_ = std::uint32_t(task.block_dim.volume());
   cooperative_ = false;
   aborting_ = false;
   failed_ = false;
   why_ = why;
-  sites_.clear();
-  static_top_ = align_up(task.shared_bytes, 64);
+  if (sites_launch_ != task.launch_id) {
+    sites_launch_ = task.launch_id;
+    sites_.clear();
+    static_top_ = align_up(task.shared_bytes, 64);
+  }
   per_thread_top_ = 0;
 
-  tls.block_idx = block_idx;
+  tls.block_idx.x = bx;
+  tls.block_idx.y = by;
+  tls.block_idx.z = bz;
   tls.block_dim = task.block_dim;
   tls.grid_dim = task.grid_dim;
   tls.thread_idx = {0, 0, 0};

@@ -41,6 +41,8 @@ struct BlockTask {
   Dim3 grid_dim;
   Dim3 block_dim;
   std::size_t shared_bytes = 0;
+  /// Distinct for every launch: blocks of one launch share their shared-memory layout.
+  std::uint64_t launch_id = 0;
 };
 
 enum class BlockPath : unsigned char { plain, cooperative, block_level };
@@ -57,9 +59,12 @@ class BlockRun {
   BlockRun(const BlockRun&) = delete;
   BlockRun& operator=(const BlockRun&) = delete;
 
-  /// Runs block `block_idx` of `task` to completion. Returns false and fills `failure` if a
+  /// Runs block (bx, by, bz) of `task` to completion. Returns false and fills `failure` if a
   /// thread threw or the block broke a rule; `why` receives the reason a block went cooperative.
-  bool run(const BlockTask& task, Dim3 block_idx, BlockPath& path, BlockFailure& failure, std::string* why);
+  /// The coordinates come as three integers so that they travel in registers (a Dim3 in memory,
+  /// updated one field at a time by the caller, stalls store forwarding on every block).
+  bool run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz, BlockPath& path, BlockFailure& failure,
+           std::string* why);
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
   void barrier();
@@ -100,7 +105,8 @@ class BlockRun {
   std::unique_ptr<std::byte[]> per_thread_;  // block-level per_thread<T>() values
   std::size_t per_thread_top_ = 0;
   std::size_t static_top_ = 0;
-  std::vector<SharedSite> sites_;
+  std::vector<SharedSite> sites_;  // the current launch's DEVCTX_SHARED layout
+  std::uint64_t sites_launch_ = 0;
 
   const BlockTask* task_ = nullptr;
   Dim3 block_idx_;

@@ -105,6 +105,8 @@ struct KernelOp final : Op {
     task.grid_dim = l.config.grid_dim;
     task.block_dim = l.config.block_dim;
     task.shared_bytes = l.config.shared_bytes;
+    static std::atomic<std::uint64_t> launches{0};
+    task.launch_id = ++launches;
     blocks = l.config.grid_dim.volume();
     parts = std::size_t(std::min<std::uint64_t>(blocks, workers * 16));
     per_part = (blocks + parts - 1) / parts;
@@ -122,18 +124,18 @@ struct KernelOp final : Op {
     std::string reason;
     std::uint64_t coop = 0, plain = 0;
     // The first block's index takes divisions; the rest step through x, then y, then z.
-    Dim3 idx{unsigned(begin % g.x), unsigned((begin / g.x) % g.y), unsigned(begin / (std::uint64_t(g.x) * g.y))};
+    unsigned x = unsigned(begin % g.x), y = unsigned((begin / g.x) % g.y), z = unsigned(begin / (std::uint64_t(g.x) * g.y));
+    BlockFailure failure;
     for (std::uint64_t b = begin; b < end && !failed.load(std::memory_order_relaxed); ++b) {
-      if (b != begin && ++idx.x == g.x) {
-        idx.x = 0;
-        if (++idx.y == g.y) {
-          idx.y = 0;
-          ++idx.z;
+      if (b != begin && ++x == g.x) {
+        x = 0;
+        if (++y == g.y) {
+          y = 0;
+          ++z;
         }
       }
       BlockPath path{};
-      BlockFailure failure;
-      const bool ok = run.run(task, idx, path, failure, why.empty() ? &reason : nullptr);
+      const bool ok = run.run(task, x, y, z, path, failure, why.empty() ? &reason : nullptr);
       (path == BlockPath::cooperative ? coop : plain) += 1;
       if (!ok) {
         const std::lock_guard lock(failure_mutex);
