@@ -369,6 +369,35 @@ DEVCTX_KERNEL void blk_matmul(devctx::Block blk, devctx::span<const float> a, de
   });
 }
 
+/// The same reduction with the phases that say what they mean: the tree steps visit only the
+/// first `stride` threads, and one thread writes the result.
+DEVCTX_KERNEL void blk_reduce_first(devctx::Block blk, devctx::span<const int> in, devctx::span<long long> out) {
+  DEVCTX_SHARED(long long, s, 1024);
+  const std::size_t n = blk.size();
+  blk.for_each_thread([&](devctx::Thread t) {
+    const auto i = blk.idx().x * n + t.rank;
+    s[t.rank] = i < in.size() ? in[i] : 0;
+  });
+  for (std::size_t stride = pow2_ceil(unsigned(n)) / 2; stride > 0; stride /= 2)
+    blk.for_first_threads(stride, [&](devctx::Thread t) {
+      if (t.rank + stride < n) s[t.rank] += s[t.rank + stride];
+    });
+  blk.single([&] { out[blk.idx().x] = s[0]; });
+}
+
+/// Marks which threads each phase form visits: for_first_threads(count) must visit exactly the
+/// ranks below `count`, single() exactly once per block.
+DEVCTX_KERNEL void blk_visits(devctx::Block blk, devctx::span<unsigned> marks, unsigned count) {
+  const std::size_t base = std::size_t(blk.idx().x) * (blk.size() + 1);
+  blk.for_each_thread([&](devctx::Thread t) { marks[base + t.rank] = 0; });
+  blk.single([&] { marks[base + blk.size()] = 0; });
+  blk.for_first_threads(count, [&](devctx::Thread t) {
+    const devctx::Dim3 d = blk.dim();
+    marks[base + t.rank] += 1 + (t.rank == t.x + d.x * (t.y + std::size_t(d.y) * t.z) ? 0 : 100);
+  });
+  blk.single([&] { marks[base + blk.size()] += 1; });
+}
+
 /// The Thread a phase receives agrees with thread_idx(), and Block's accessors with the launch.
 DEVCTX_KERNEL void blk_indices(devctx::Block blk, devctx::span<unsigned> out) {
   blk.for_each_thread([&](devctx::Thread t) {
@@ -745,6 +774,39 @@ TEST_P(BlockLevel, Reduction) {
     std::vector<long long> expect(blocks, 0);
     for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
     ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
+  }
+}
+
+TEST_P(BlockLevel, ReductionWithFirstThreadsAndSingle) {
+  for (const unsigned bd : kBlockSizes) {
+    const std::size_t n = std::size_t(bd) * 4 + bd / 3 + 1;
+    SCOPED_TRACE(testing::Message() << "block " << bd);
+    const auto values = devctx_test::random_vector<int>(rng, n, -1'000'000, 1'000'000);
+    auto in = upload(ctx(), values);
+    const unsigned blocks = unsigned((n + bd - 1) / bd);
+    auto out = poisoned_buffer<long long>(ctx(), blocks);
+    ctx().enqueue_function<blk_reduce_first>({.grid_dim = blocks, .block_dim = bd}, in, out);
+    std::vector<long long> expect(blocks, 0);
+    for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
+    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
+  }
+}
+
+TEST_P(BlockLevel, FirstThreadsVisitExactlyTheLowRanks) {
+  for (const Dim3 block : {Dim3{256}, Dim3{33}, Dim3{5, 4, 3}, Dim3{16, 16}}) {
+    const unsigned size = unsigned(block.volume());
+    for (const unsigned count : {0u, 1u, 7u, size / 2, size - 1, size, size + 10}) {
+      SCOPED_TRACE(testing::Message() << "block " << block.x << "x" << block.y << "x" << block.z << ", count " << count);
+      const unsigned blocks = 3;
+      auto marks = poisoned_buffer<unsigned>(ctx(), std::size_t(blocks) * (size + 1));
+      ctx().enqueue_function<blk_visits>({.grid_dim = blocks, .block_dim = block}, marks, count);
+      std::vector<unsigned> expect;
+      for (unsigned b = 0; b < blocks; ++b) {
+        for (unsigned r = 0; r < size; ++r) expect.push_back(r < count ? 1u : 0u);
+        expect.push_back(1u);
+      }
+      ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), marks)));
+    }
   }
 }
 

@@ -195,7 +195,7 @@ void BlockRun::go_cooperative(const char* cause) {
   }
 }
 
-bool BlockRun::runnable(std::uint32_t j) const {
+[[gnu::always_inline]] inline bool BlockRun::runnable(std::uint32_t j) const {
   const Slot& s = slots_[j];
   switch (s.state) {
     case State::not_started: return true;
@@ -227,7 +227,7 @@ std::uint32_t BlockRun::find_runnable(std::uint32_t j) {
   return j;
 }
 
-void BlockRun::switch_away() {
+[[gnu::always_inline]] inline void BlockRun::switch_away() {
   const std::uint32_t from = cur_;
   std::uint32_t j = next_[from];
   if (!runnable(j)) [[unlikely]] j = find_runnable(j);
