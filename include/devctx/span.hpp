@@ -8,6 +8,11 @@
 
 namespace devctx {
 
+namespace detail {
+/// Throws devctx::Error(kernel_failed) for an out-of-range span index (DEVCTX_CHECK_BOUNDS).
+[[noreturn]] void throw_span_out_of_range(std::size_t index, std::size_t size);
+}  // namespace detail
+
 /// A non-owning view of `size()` contiguous elements in device memory, as a kernel sees a
 /// DeviceBuffer<T> (or one of its slices). Cheap to copy; valid while the buffer lives.
 template <class T>
@@ -30,7 +35,26 @@ class span {
   [[nodiscard]] DEVCTX_HD constexpr std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
   [[nodiscard]] DEVCTX_HD constexpr bool empty() const noexcept { return size_ == 0; }
   [[nodiscard]] DEVCTX_HD constexpr T* data() const noexcept { return data_; }
-  DEVCTX_HD constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  /// Element i. Unchecked, as in CUDA, unless the program is compiled with DEVCTX_CHECK_BOUNDS
+  /// defined (for every translation unit, e.g. target_compile_definitions(app PRIVATE
+  /// DEVCTX_CHECK_BOUNDS)): then an index past the end fails the kernel. On the CPU backend the
+  /// failure is reported at synchronize() naming the index, the size, the kernel, the block and
+  /// the thread; on a GPU the thread prints the same facts and traps.
+  DEVCTX_HD constexpr T& operator[](std::size_t i) const {
+#if defined(DEVCTX_CHECK_BOUNDS)
+    if (i >= size_) [[unlikely]] {
+#if defined(__CUDA_ARCH__)
+      printf("devctx: span index %llu out of range for a span of %llu elements in block (%u, %u, %u), thread (%u, %u, %u)\n",
+             (unsigned long long)i, (unsigned long long)size_, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+             threadIdx.y, threadIdx.z);
+      __trap();
+#else
+      detail::throw_span_out_of_range(i, size_);
+#endif
+    }
+#endif
+    return data_[i];
+  }
   [[nodiscard]] DEVCTX_HD constexpr T* begin() const noexcept { return data_; }
   [[nodiscard]] DEVCTX_HD constexpr T* end() const noexcept { return data_ + size_; }
   /// The `count` elements starting at `offset` (no checking: this runs inside kernels).

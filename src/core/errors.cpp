@@ -4,6 +4,7 @@
 
 #include <devctx/detail/runtime.hpp>
 #include <devctx/device_info.hpp>
+#include <devctx/span.hpp>
 
 #include "core/backend.hpp"
 
@@ -49,6 +50,11 @@ std::string bytes_text(std::size_t bytes) {
   char text[64];
   std::snprintf(text, sizeof text, "%.1f %s (%zu bytes)", value, units[unit], bytes);
   return text;
+}
+
+void throw_span_out_of_range(std::size_t index, std::size_t size) {
+  fail(Errc::kernel_failed, "span index ", index, " is out of range for a span of ", size,
+       " elements (DEVCTX_CHECK_BOUNDS); guard the access with `if (i < s.size())`");
 }
 
 void throw_invalid_handle(const char* what) {
