@@ -363,6 +363,7 @@ class CpuDevice final : public DeviceImpl {
   CpuDevice() : pool_(std::make_shared<Pool>()) {
     const std::size_t workers = env_size("DEVCTX_CPU_THREADS", std::max(1u, std::thread::hardware_concurrency()));
     const std::size_t stack_bytes = env_size("DEVCTX_CPU_STACK_BYTES", 64 * 1024);
+    stack_bytes_ = stack_bytes;
     info_.api = Api::cpu;
     info_.id = 0;
     info_.name = concat("CPU (", workers, workers == 1 ? " thread" : " threads", "): ", cpu_model());
@@ -401,6 +402,30 @@ class CpuDevice final : public DeviceImpl {
   const std::shared_ptr<Pool>& pool_ptr() const noexcept { return pool_; }
   std::size_t workers() const noexcept { return info_.multiprocessors; }
 
+  /// Runs one unclaimed part of an operation of `queue` on the calling (host) thread, which is
+  /// waiting for that queue anyway: a synchronize() then does not wait for a worker to wake up.
+  /// Pool lock held by `lock`, released while the part runs. False when there is no such part.
+  bool help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) {
+    auto& active = pool_->active;
+    const auto it = std::find_if(active.begin(), active.end(), [&](const Op* op) { return op->queue == queue; });
+    if (it == active.end()) return false;
+    cpu::BlockRun& block = host_block();  // before claiming: creating it may throw
+    Op* op = *it;
+    const std::size_t part = op->next_part++;
+    if (op->next_part >= op->parts) active.erase(it);
+    lock.unlock();
+    op->run_part(part, block);
+    lock.lock();
+    if (++op->done_parts == op->parts) {
+      std::vector<std::shared_ptr<CpuQueue>> keep;  // released after the lock
+      op->queue->complete(op, keep);
+      lock.unlock();
+      keep.clear();
+      lock.lock();
+    }
+    return true;
+  }
+
   /// Makes `op`'s parts claimable; pool lock held.
   void dispatch(Op* op) {
     pool_->active.push_back(op);
@@ -432,8 +457,15 @@ class CpuDevice final : public DeviceImpl {
     }
   }
 
+  cpu::BlockRun& host_block() {
+    thread_local std::unique_ptr<cpu::BlockRun> block;
+    if (!block) block = std::make_unique<cpu::BlockRun>(stack_bytes_, kSharedLimit);
+    return *block;
+  }
+
   std::shared_ptr<Pool> pool_;
   DeviceInfo info_;
+  std::size_t stack_bytes_ = 0;
 };
 
 // ---- CpuQueue ---------------------------------------------------------------------------------
@@ -495,7 +527,9 @@ void CpuQueue::complete(Op* op, std::vector<std::shared_ptr<CpuQueue>>& keep) {
 }
 
 void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq, bool report) {
-  done.wait(lock, [&] { return completed_ >= seq; });
+  while (completed_ < seq) {
+    if (!cpu().help(lock, this)) done.wait(lock);
+  }
   if (!report) return;
   auto first = std::find_if(failures_.begin(), failures_.end(), [&](const QueuedFailure& f) { return f.seq <= seq; });
   if (first == failures_.end()) return;
