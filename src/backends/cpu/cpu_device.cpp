@@ -271,6 +271,10 @@ struct Pool {
   std::condition_variable work;
   std::vector<Op*> active;
   std::size_t round_robin = 0;
+  /// Threads running a part now (workers and helping host threads), at most `capacity`, so that
+  /// the device never runs more threads than it has workers.
+  std::size_t running = 0;
+  std::size_t capacity = 1;
   bool stopping = false;
   std::vector<std::thread> threads;
   std::vector<std::thread::id> ids;
@@ -374,6 +378,7 @@ class CpuDevice final : public DeviceImpl {
     info_.max_shared_bytes_per_block = kSharedLimit;
     info_.warp_size = 32;
     info_.total_memory_bytes = std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
+    pool_->capacity = workers;
     for (std::size_t i = 0; i < workers; ++i)
       pool_->threads.emplace_back([pool = pool_, stack_bytes] { worker_main(*pool, stack_bytes); });
     const std::lock_guard lock(pool_->mutex);
@@ -408,14 +413,17 @@ class CpuDevice final : public DeviceImpl {
   bool help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) {
     auto& active = pool_->active;
     const auto it = std::find_if(active.begin(), active.end(), [&](const Op* op) { return op->queue == queue; });
-    if (it == active.end()) return false;
+    if (it == active.end() || pool_->running >= pool_->capacity) return false;
     cpu::BlockRun& block = host_block();  // before claiming: creating it may throw
     Op* op = *it;
     const std::size_t part = op->next_part++;
     if (op->next_part >= op->parts) active.erase(it);
+    ++pool_->running;
     lock.unlock();
     op->run_part(part, block);
     lock.lock();
+    --pool_->running;
+    pool_->work.notify_one();  // a worker may have waited for this slot
     if (++op->done_parts == op->parts) {
       std::vector<std::shared_ptr<CpuQueue>> keep;  // released after the lock
       op->queue->complete(op, keep);
@@ -438,15 +446,17 @@ class CpuDevice final : public DeviceImpl {
     cpu::BlockRun block(stack_bytes, kSharedLimit);
     std::unique_lock lock(pool.mutex);
     for (;;) {
-      pool.work.wait(lock, [&] { return pool.stopping || !pool.active.empty(); });
+      pool.work.wait(lock, [&] { return pool.stopping || (!pool.active.empty() && pool.running < pool.capacity); });
       if (pool.active.empty()) return;  // stopping
       const std::size_t slot = pool.round_robin++ % pool.active.size();
       Op* op = pool.active[slot];
       const std::size_t part = op->next_part++;
       if (op->next_part >= op->parts) pool.active.erase(pool.active.begin() + std::ptrdiff_t(slot));
+      ++pool.running;
       lock.unlock();
       op->run_part(part, block);
       lock.lock();
+      --pool.running;
       if (++op->done_parts == op->parts) {
         std::vector<std::shared_ptr<CpuQueue>> keep;  // released after the lock
         op->queue->complete(op, keep);
