@@ -33,6 +33,11 @@ struct ThreadState {
   BlockRun* block = nullptr;
   std::byte* dynamic_shared = nullptr;
   std::size_t dynamic_shared_bytes = 0;
+  /// The running launch's DEVCTX_SHARED arrays found so far (site -> address), so that the
+  /// declarations a block or thread executes are resolved inline.
+  const void* shared_sites[4] = {};
+  void* shared_addresses[4] = {};
+  unsigned shared_count = 0;
 };
 
 extern constinit thread_local ThreadState tls;
@@ -50,5 +55,14 @@ void* per_thread_storage(std::size_t bytes, std::size_t align);
 [[noreturn]] void not_in_kernel(const char* function);
 
 inline constexpr std::size_t kWarpSlotBytes = 16;
+
+/// The address of the DEVCTX_SHARED array declared at `site` in the running block.
+inline void* shared_array(const void* site, std::size_t bytes, std::size_t align) {
+  const ThreadState& st = tls;
+  if (st.block != nullptr)
+    for (unsigned i = 0; i < st.shared_count; ++i)
+      if (st.shared_sites[i] == site) return st.shared_addresses[i];
+  return static_shared(site, bytes, align);
+}
 
 }  // namespace devctx::detail::cpu

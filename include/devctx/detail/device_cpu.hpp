@@ -140,4 +140,4 @@ T warp_sum(T value) {
 #define DEVCTX_SHARED(T, name, count)                                                             \
   static constexpr char devctx_shared_site_##name = 0;                                            \
   T(&name)[count] = *static_cast<T(*)[count]>(                                                    \
-      ::devctx::detail::cpu::static_shared(&devctx_shared_site_##name, sizeof(T) * (count), alignof(T)))
+      ::devctx::detail::cpu::shared_array(&devctx_shared_site_##name, sizeof(T) * (count), alignof(T)))

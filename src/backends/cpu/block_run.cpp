@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <exception>
 #include <typeinfo>
 
@@ -88,6 +89,7 @@ bool BlockRun::run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz,
   if (sites_launch_ != task.launch_id) {
     sites_launch_ = task.launch_id;
     sites_.clear();
+    tls.shared_count = 0;
     static_top_ = align_up(task.shared_bytes, 64);
   }
   per_thread_top_ = 0;
@@ -335,6 +337,11 @@ void* BlockRun::static_shared(const void* site, std::size_t bytes, std::size_t a
          ") exceed the CPU device's shared memory per block (", bytes_text(shared_limit_), ')');
   sites_.push_back({site, offset});
   static_top_ = offset + bytes;
+  if (tls.shared_count < std::size(tls.shared_sites)) {
+    tls.shared_sites[tls.shared_count] = site;
+    tls.shared_addresses[tls.shared_count] = shared_.get() + offset;
+    ++tls.shared_count;
+  }
   return shared_.get() + offset;
 }
 
