@@ -69,12 +69,6 @@ BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
       prev_(1024),
       warp_slots_(new (std::align_val_t{64}) std::byte[32 * 32 * kWarpSlotBytes]) {}
 
-Dim3 BlockRun::index_of(std::uint32_t rank) const {
-  const Dim3 d = task_->block_dim;
-  if (d.y == 1 && d.z == 1) return {rank, 0, 0};
-  return {rank % d.x, (rank / d.x) % d.y, rank / (d.x * d.y)};
-}
-
 bool BlockRun::run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz, BlockPath& path,
                    BlockFailure& failure, std::string* why) {
   task_ = &task;
@@ -242,11 +236,23 @@ std::uint32_t BlockRun::find_runnable(std::uint32_t j) {
     __builtin_prefetch(after + 64);
   }
   if (to.state == State::not_started) [[unlikely]] {
-    to.idx = index_of(j);
+    // Coordinates computed in registers and written to both places from them: reading back a
+    // Dim3 just written field by field would stall store forwarding on every fiber start.
+    const Dim3 d = task_->block_dim;
+    const unsigned x = d.y == 1 && d.z == 1 ? j : j % d.x;
+    const unsigned y = d.y == 1 && d.z == 1 ? 0 : (j / d.x) % d.y;
+    const unsigned z = d.y == 1 && d.z == 1 ? 0 : j / (d.x * d.y);
+    to.idx.x = x;
+    to.idx.y = y;
+    to.idx.z = z;
+    tls.thread_idx.x = x;
+    tls.thread_idx.y = y;
+    tls.thread_idx.z = z;
     to.sp = fiber_prepare(stacks_.top(j + 1), &thread_entry, this);
+  } else {
+    tls.thread_idx = to.idx;
   }
   to.state = State::running;
-  tls.thread_idx = to.idx;
   if (j != from) devctx_fiber_switch(&slots_[from].sp, to.sp);
 }
 

@@ -94,7 +94,6 @@ class BlockRun {
   void warp_sync();
   void record_current_exception();
   [[nodiscard]] bool runnable(std::uint32_t j) const;
-  [[nodiscard]] Dim3 index_of(std::uint32_t rank) const;
   std::uint32_t find_runnable(std::uint32_t j);
   void switch_away();
   [[noreturn]] void exit_current();
