@@ -449,6 +449,30 @@ TEST_P(KernelFailures, DestructorsNeverThrowWithFailuresPending) {
   SUCCEED();
 }
 
+devctx::StreamRef* g_waiting_stream = nullptr;
+
+/// Kernel code that waits for device work: on the CPU it could call the host API, and would wait
+/// for its own launch forever. (A GPU kernel cannot call host functions at all.)
+DEVCTX_KERNEL void waits_inside_kernel(devctx::span<int> out) {
+#if !defined(__CUDA_ARCH__)
+  if (devctx::global_idx().x == 0) g_waiting_stream->synchronize();
+#endif
+  out[devctx::global_idx().x] = 1;
+}
+
+TEST_P(KernelFailures, SynchronizeInsideAKernelIsAnErrorNotAHang) {
+  if (!on_cpu()) GTEST_SKIP() << "kernels on a GPU cannot call host functions";
+  auto out = ctx().enqueue_create_buffer<int>(64);
+  g_waiting_stream = &ctx();
+  ctx().enqueue_function<waits_inside_kernel>({.grid_dim = 1, .block_dim = 64}, out);
+  const auto e = error_of([&] { ctx().synchronize(); });
+  g_waiting_stream = nullptr;
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::invalid_argument) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("waits_inside_kernel"));
+  EXPECT_THAT(e->what(), HasSubstr("called from inside a kernel"));
+}
+
 TEST_P(KernelFailures, DeviceSideApiOutsideAKernelIsAnError) {
   // Kernel-side functions need a running kernel (the CPU backend checks).
   const auto e = error_of([] { devctx::barrier(); });

@@ -537,6 +537,11 @@ void CpuQueue::complete(Op* op, std::vector<std::shared_ptr<CpuQueue>>& keep) {
 }
 
 void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq, bool report) {
+  // Kernel code waiting for device work would wait for its own launch forever (and on a GPU it
+  // could not call the host API at all).
+  if (cpu::tls.mode != cpu::Mode::none)
+    fail(Errc::invalid_argument, "synchronize (or an event or pageable-copy wait) was called from inside a kernel "
+                                 "on ", device().label(), "; kernels cannot wait for device work: wait on the host");
   while (completed_ < seq) {
     if (!cpu().help(lock, this)) done.wait(lock);
   }
