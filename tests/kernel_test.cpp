@@ -759,38 +759,30 @@ TEST_P(Warps, BlockReductionFromWarpShufflesAndBarriers) {
   }
 }
 
-class BlockLevel : public BackendTest {};
+class BlockLevel : public BackendTest {
+ protected:
+  /// Runs a block-sum kernel over every block size with a partial last block, checks each sum.
+  template <auto Kernel>
+  void check_block_sums() {
+    for (const unsigned bd : kBlockSizes) {
+      const std::size_t n = std::size_t(bd) * 5 + bd / 2 + 1;
+      SCOPED_TRACE(testing::Message() << "block " << bd);
+      const auto values = devctx_test::random_vector<int>(rng, n, -1'000'000, 1'000'000);
+      auto in = upload(ctx(), values);
+      const unsigned blocks = unsigned((n + bd - 1) / bd);
+      auto out = poisoned_buffer<long long>(ctx(), blocks);
+      ctx().enqueue_function<Kernel>({.grid_dim = blocks, .block_dim = bd}, in, out);
+      std::vector<long long> expect(blocks, 0);
+      for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
+      ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
+    }
+  }
+};
 DEVCTX_INSTANTIATE_BACKEND_TESTS(BlockLevel);
 
-TEST_P(BlockLevel, Reduction) {
-  for (const unsigned bd : kBlockSizes) {
-    const std::size_t n = std::size_t(bd) * 5 + bd / 2 + 1;
-    SCOPED_TRACE(testing::Message() << "block " << bd);
-    const auto values = devctx_test::random_vector<int>(rng, n, -1'000'000, 1'000'000);
-    auto in = upload(ctx(), values);
-    const unsigned blocks = unsigned((n + bd - 1) / bd);
-    auto out = poisoned_buffer<long long>(ctx(), blocks);
-    ctx().enqueue_function<blk_reduce>({.grid_dim = blocks, .block_dim = bd}, in, out);
-    std::vector<long long> expect(blocks, 0);
-    for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
-    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
-  }
-}
+TEST_P(BlockLevel, Reduction) { check_block_sums<blk_reduce>(); }
 
-TEST_P(BlockLevel, ReductionWithFirstThreadsAndSingle) {
-  for (const unsigned bd : kBlockSizes) {
-    const std::size_t n = std::size_t(bd) * 4 + bd / 3 + 1;
-    SCOPED_TRACE(testing::Message() << "block " << bd);
-    const auto values = devctx_test::random_vector<int>(rng, n, -1'000'000, 1'000'000);
-    auto in = upload(ctx(), values);
-    const unsigned blocks = unsigned((n + bd - 1) / bd);
-    auto out = poisoned_buffer<long long>(ctx(), blocks);
-    ctx().enqueue_function<blk_reduce_first>({.grid_dim = blocks, .block_dim = bd}, in, out);
-    std::vector<long long> expect(blocks, 0);
-    for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
-    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
-  }
-}
+TEST_P(BlockLevel, ReductionWithFirstThreadsAndSingle) { check_block_sums<blk_reduce_first>(); }
 
 TEST_P(BlockLevel, FirstThreadsVisitExactlyTheLowRanks) {
   for (const Dim3 block : {Dim3{256}, Dim3{33}, Dim3{5, 4, 3}, Dim3{16, 16}}) {
