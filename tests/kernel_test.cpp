@@ -114,6 +114,31 @@ DEVCTX_KERNEL void saxpy_float(float a, devctx::span<const float> x, devctx::spa
 
 /// Block sums of `in`. Threads past the end leave before the first barrier (tail blocks): the
 /// others still meet at every barrier. Any block size up to 1024.
+// Threads leave at different rounds (exit_after[g] in 1..rounds; rounds means never); the rest go
+// on exchanging values through shared memory with two barriers per round. Exited threads no
+// longer count at barriers, and their last shared-memory values stay visible.
+DEVCTX_KERNEL void staggered_exits(devctx::span<const unsigned> exit_after, devctx::span<unsigned> out,
+                                   unsigned rounds) {
+  DEVCTX_SHARED(unsigned, s, 1024);
+  const unsigned n = devctx::block_dim().x * devctx::block_dim().y;
+  const unsigned t = devctx::thread_idx().x + devctx::block_dim().x * devctx::thread_idx().y;
+  const std::size_t g = std::size_t(devctx::block_idx().x) * n + t;
+  unsigned value = t + 1;
+  s[t] = value;
+  devctx::barrier();
+  for (unsigned r = 1; r < rounds; ++r) {
+    if (r == exit_after[g]) {
+      out[g] = value;
+      return;
+    }
+    value = value * 3u + s[(t + r) % n];
+    devctx::barrier();
+    s[t] = value;
+    devctx::barrier();
+  }
+  out[g] = value;
+}
+
 DEVCTX_KERNEL void block_reduce(devctx::span<const int> in, devctx::span<long long> out) {
   DEVCTX_SHARED(long long, partial, 1024);
   const unsigned t = devctx::thread_idx().x;
@@ -554,6 +579,53 @@ TEST_P(Barriers, BlockReductionWithEarlyExitingTailThreads) {
     std::vector<long long> expect(blocks, 0);
     for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
     ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
+  }
+}
+
+TEST_P(Barriers, ThreadsExitingAtDifferentRoundsLeaveTheRestRunning) {
+  // Exercises the CPU scheduler's ring: exited fibers skipped, fibers started late, one thread
+  // left alone, 2-D blocks, and many launches in a row (barrier generations carry over).
+  const unsigned rounds = 9;
+  struct Shape {
+    unsigned x, y, blocks;
+  };
+  for (const Shape shape : {Shape{1, 1, 3}, Shape{33, 1, 4}, Shape{256, 1, 6}, Shape{16, 8, 5}, Shape{1024, 1, 2}}) {
+    const unsigned n = shape.x * shape.y;
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      SCOPED_TRACE(testing::Message() << "block " << shape.x << "x" << shape.y << ", pattern " << pattern);
+      std::vector<unsigned> exit_after(std::size_t(n) * shape.blocks);
+      std::uniform_int_distribution<unsigned> round(1, rounds);
+      for (std::size_t g = 0; g < exit_after.size(); ++g) {
+        const unsigned t = unsigned(g % n);
+        switch (pattern) {
+          case 0: exit_after[g] = round(rng); break;                  // random
+          case 1: exit_after[g] = t == n / 2 ? rounds : 1; break;     // all but one leave at once
+          case 2: exit_after[g] = t % 2 == 0 ? 2 + t % 5 : rounds; break;  // every other thread, staggered
+          default: exit_after[g] = rounds - (t % rounds); break;      // thread 0 never leaves
+        }
+      }
+      // Host model of the kernel.
+      std::vector<unsigned> expect(exit_after.size());
+      for (unsigned b = 0; b < shape.blocks; ++b) {
+        std::vector<unsigned> value(n), s(n);
+        std::vector<bool> live(n, true);
+        for (unsigned t = 0; t < n; ++t) s[t] = value[t] = t + 1;
+        for (unsigned r = 1; r < rounds; ++r) {
+          for (unsigned t = 0; t < n; ++t)
+            if (live[t] && exit_after[std::size_t(b) * n + t] == r) live[t] = false;
+          for (unsigned t = 0; t < n; ++t)
+            if (live[t]) value[t] = value[t] * 3u + s[(t + r) % n];
+          for (unsigned t = 0; t < n; ++t)
+            if (live[t]) s[t] = value[t];
+        }
+        for (unsigned t = 0; t < n; ++t) expect[std::size_t(b) * n + t] = value[t];
+      }
+      auto d_exit = upload(ctx(), exit_after);
+      auto out = poisoned_buffer<unsigned>(ctx(), exit_after.size());
+      ctx().enqueue_function<staggered_exits>({.grid_dim = shape.blocks, .block_dim = {shape.x, shape.y}}, d_exit, out,
+                                              rounds);
+      ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
+    }
   }
 }
 

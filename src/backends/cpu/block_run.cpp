@@ -39,7 +39,6 @@ std::string demangled(const char* name) {
 
 // ---- kernel-side entry points -------------------------------------------------------------------
 
-void barrier() { current_block("devctx::barrier").barrier(); }
 const std::byte* warp_publish(const void* value, std::size_t bytes) {
   return current_block("a devctx warp operation").warp_publish(value, bytes);
 }
@@ -60,14 +59,17 @@ void not_in_kernel(const char* function) {
 // ---- BlockRun -------------------------------------------------------------------------------
 
 BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
-    : stacks_(stack_bytes),
+    : stacks_(stack_bytes, kMaxBlockThreads + 1),
       shared_limit_(shared_limit),
       shared_(new (std::align_val_t{64}) std::byte[shared_limit + 64]),
       per_thread_(new (std::align_val_t{64}) std::byte[kPerThreadBytes]),
-      slots_(1024),
-      next_(1024),
-      prev_(1024),
-      warp_slots_(new (std::align_val_t{64}) std::byte[32 * 32 * kWarpSlotBytes]) {}
+      warp_slots_(new (std::align_val_t{64}) std::byte[32 * 32 * kWarpSlotBytes]) {
+  // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
+  fiber_storage_.reset(new Fiber[kMaxBlockThreads + kPrefetchAhead]);
+  fibers_ = fiber_storage_.get();
+  stack_base_ = stacks_.base();
+  stack_shift_ = stacks_.shift();
+}
 
 bool BlockRun::run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz, BlockPath& path,
                    BlockFailure& failure, std::string* why) {
@@ -76,6 +78,7 @@ bool BlockRun::run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz,
   block_idx_.y = by;
   block_idx_.z = bz;
   n_ = std::uint32_t(task.block_dim.volume());
+  fast_barrier_ = false;
   cooperative_ = false;
   aborting_ = false;
   failed_ = false;
@@ -109,8 +112,7 @@ bool BlockRun::run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz,
     path = BlockPath::block_level;
   } else {
     tls.mode = Mode::plain;
-    const FiberSp plain = fiber_prepare(stacks_.top(0), &plain_entry, this);
-    devctx_fiber_switch(&scheduler_sp_, plain);
+    devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
     path = cooperative_ ? BlockPath::cooperative : BlockPath::plain;
   }
   tls.mode = Mode::none;
@@ -127,7 +129,7 @@ void BlockRun::plain_entry(void* self) {
   } catch (...) {
     b->record_current_exception();
   }
-  if (!b->cooperative_) devctx_fiber_switch(&b->slots_[0].sp, b->scheduler_sp_);  // whole block done
+  if (!b->cooperative_) devctx_fiber_jump(b->scheduler_sp_);  // the whole block ran as a loop
   b->exit_current();
 }
 
@@ -144,8 +146,13 @@ void BlockRun::thread_entry(void* self) {
   b->exit_current();
 }
 
-void BlockRun::record_current_exception() {
+void BlockRun::start_aborting() {
   aborting_ = true;
+  fast_barrier_ = false;
+}
+
+void BlockRun::record_current_exception() {
+  start_aborting();
   if (failed_) return;
   failed_ = true;
   const std::string where = concat("kernel '", task_->kernel, "' failed in block ", to_string(block_idx_),
@@ -168,20 +175,20 @@ void BlockRun::go_cooperative(const char* cause) {
   if (why_ != nullptr && why_->empty())
     *why_ = concat("thread ", to_string(t), " of block ", to_string(block_idx_), " reached ", cause);
   cooperative_ = true;
+  fast_barrier_ = !aborting_;
   tls.mode = Mode::cooperative;
   tls.x_end = t.x + 1;  // the plain loop ends after this thread
-  // Threads before `first` have finished. The ring holds first..n-1; `first` keeps the plain fiber.
-  for (std::uint32_t j = first; j < n_; ++j) {
-    slots_[j].state = State::not_started;
-    next_[j] = j + 1 < n_ ? j + 1 : first;
-    prev_[j] = j > first ? j - 1 : n_ - 1;
-  }
-  slots_[first].state = State::running;
-  slots_[first].idx = t;
-  cur_ = first;
+  // Threads before `first` have finished. `first` keeps the plain fiber; the others start when
+  // the ring first reaches them, so nothing here is per thread.
+  first_ = first;
+  started_ = first + 1;
+  Fiber& f = fibers_[first];
+  f.next = first + 1 < n_ ? first + 1 : first;
+  f.wait = kRunning;
+  f.idx = t;
   live_ = n_ - first;
-  arrived_ = 0;
-  gen_ = 0;
+  remaining_ = live_;
+  gen_ += 2;  // gen_ - 1 was never waited at: no leftover `wait` matches a released waiter
   const std::uint32_t warps = (n_ + 31) / 32;
   for (std::uint32_t w = 0; w < warps; ++w) {
     const std::uint32_t begin = std::max(w * 32, first), end = std::min(w * 32 + 32, n_);
@@ -191,124 +198,181 @@ void BlockRun::go_cooperative(const char* cause) {
   }
 }
 
-[[gnu::always_inline]] inline bool BlockRun::runnable(std::uint32_t j) const {
-  const Slot& s = slots_[j];
-  switch (s.state) {
-    case State::not_started: return true;
-    case State::at_barrier: return aborting_ || s.wait_gen != gen_;
-    case State::at_warp: return aborting_ || s.wait_gen != warp_gen_[j / 32];
-    default: return false;
+// ---- the cooperative scheduler ---------------------------------------------------------------
+// A barrier costs every thread one switch, so the common case - the next thread in index order
+// was released by the previous barrier - takes one comparison and one switch; everything else
+// (threads not started yet, exited threads, warp operations, divergence) goes through
+// resume_next().
+
+// Thread j runs on stack j + 1; the thread that kept the plain fiber runs on stack 0. Reading the
+// running thread off the stack pointer, rather than from a variable the previous switch wrote,
+// keeps a store-to-load round trip off the critical path of every barrier.
+[[gnu::always_inline]] inline std::uint32_t BlockRun::running_thread() const {
+  std::uintptr_t sp;
+  asm("movq %%rsp, %0" : "=r"(sp));
+  const auto stack = std::uint32_t((sp - stack_base_) >> stack_shift_);
+  return stack != 0 ? stack - 1 : first_;
+}
+
+[[gnu::always_inline]] inline bool BlockRun::runnable(const Fiber& f, std::uint32_t j) const {
+  switch (f.wait & kKindMask) {
+    case kAtBarrier: return aborting_ || f.wait != (kAtBarrier | gen_);
+    case kAtWarp: return aborting_ || f.wait != (kAtWarp | warp_gen_[j / 32]);
+    default: return false;  // running (only the current fiber) or exited
   }
 }
 
-std::uint32_t BlockRun::find_runnable(std::uint32_t j) {
-  for (std::uint32_t seen = 0; !runnable(j); j = next_[j]) {
-    if (++seen > n_) {
-      // Every live thread waits and none can go on: the threads are split between block
-      // barriers and warp operations (or a warp is split between different warp operations).
-      if (!failed_) {
-        failed_ = true;
-        failure_ = {Errc::kernel_failed,
-                    concat("kernel '", task_->kernel, "' deadlocked in block ", to_string(block_idx_),
-                           ": barrier divergence - ", live_,
-                           " live thread(s) wait at different barriers or warp operations (thread ",
-                           to_string(slots_[cur_].idx),
-                           " among them). Every thread of a block must reach the same barrier() and "
-                           "every lane of a warp the same warp operation.")};
-      }
-      aborting_ = true;
-      seen = 0;
-    }
-  }
-  return j;
+// Resuming a fiber whose stack is not in the TLB or cache costs more than the switch itself, and
+// one switch ahead is too short to hide that: fetch the stack of the fiber kPrefetchAhead places
+// on (in index order, the ring's order until threads exit). For a fiber not started yet this is
+// where its stack was in an earlier block, which is where it will be again.
+[[gnu::always_inline]] inline void BlockRun::prefetch_ahead(std::uint32_t j) const {
+  std::uint32_t k = j + kPrefetchAhead;
+  if (k >= n_) k -= n_ - first_;
+  const auto* sp = static_cast<const char*>(fibers_[k].sp);
+  __builtin_prefetch(sp);
+  __builtin_prefetch(sp + 64);
 }
 
-[[gnu::always_inline]] inline void BlockRun::switch_away() {
-  const std::uint32_t from = cur_;
-  std::uint32_t j = next_[from];
-  if (!runnable(j)) [[unlikely]] j = find_runnable(j);
-  Slot& to = slots_[j];
-  cur_ = j;
-  // The fiber after `j` runs next: fetch the top of its stack (its saved registers and the
-  // frames above them) while `j` runs, so that resuming it does not wait for memory.
-  if (const auto* after = static_cast<const char*>(slots_[next_[j]].sp); after != nullptr) {
-    __builtin_prefetch(after);
-    __builtin_prefetch(after + 64);
+void BlockRun::barrier_entry() {
+  BlockRun* b = tls.block;
+  if (b == nullptr || !b->fast_barrier_) [[unlikely]] {
+    if (b == nullptr) not_in_kernel("devctx::barrier");
+    b->barrier_slow();
+    return;
   }
-  if (to.state == State::not_started) [[unlikely]] {
-    // Coordinates computed in registers and written to both places from them: reading back a
-    // Dim3 just written field by field would stall store forwarding on every fiber start.
-    const Dim3 d = task_->block_dim;
-    const unsigned x = d.y == 1 && d.z == 1 ? j : j % d.x;
-    const unsigned y = d.y == 1 && d.z == 1 ? 0 : (j / d.x) % d.y;
-    const unsigned z = d.y == 1 && d.z == 1 ? 0 : j / (d.x * d.y);
-    to.idx.x = x;
-    to.idx.y = y;
-    to.idx.z = z;
-    tls.thread_idx.x = x;
-    tls.thread_idx.y = y;
-    tls.thread_idx.z = z;
-    to.sp = fiber_prepare(stacks_.top(j + 1), &thread_entry, this);
-  } else {
+  if (--b->remaining_ == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
+    b->remaining_ = b->live_;
+    ++b->gen_;
+    return;
+  }
+  const std::uint32_t me = b->running_thread();
+  Fiber* const fibers = b->fibers_;
+  const std::uint64_t gen = b->gen_;
+  fibers[me].wait = kAtBarrier | gen;
+  std::uint32_t j = me + 1;
+  if (j == b->n_) j = b->first_;
+  const Fiber& to = fibers[j];
+  // A thread released by the previous barrier waited at gen - 1. Not started, exited and warp-
+  // waiting threads never match (hence gen_ += 2 per block), so one comparison decides.
+  FiberSp target;
+  if (to.wait == (kAtBarrier | (gen - 1))) [[likely]] {
+    b->prefetch_ahead(j);
     tls.thread_idx = to.idx;
+    target = to.sp;
+  } else {
+    target = b->next_target(me);
   }
-  to.state = State::running;
-  if (j != from) devctx_fiber_switch(&slots_[from].sp, to.sp);
+  // Every fiber suspends at this one call, so when another fiber returns from it the return
+  // address predictor is right (a second call site would cost a misprediction per resumption).
+  if (target != nullptr) devctx_fiber_switch(&fibers[me].sp, target);
+  if (tls.block->aborting_) [[unlikely]] throw BlockAbort{};
+}
+
+void BlockRun::barrier_slow() {
+  if (tls.mode == Mode::block_level)
+    fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
+                              "already ends with a barrier, so call no barrier() of your own");
+  if (aborting_) throw BlockAbort{};
+  go_cooperative("barrier()");
+  barrier_entry();
+}
+
+void barrier() { BlockRun::barrier_entry(); }
+
+// The stack pointer to switch to from `me`, which has just started waiting or exited: the next
+// runnable fiber in the ring, started on the spot if it has not run yet. nullptr if `me` itself
+// may go on (possible only once the block is aborting).
+FiberSp BlockRun::next_target(std::uint32_t me) {
+  std::uint32_t prev = me, j = fibers_[me].next;
+  for (std::uint32_t steps = 0;; ++steps) {
+    if (j >= started_) return start_fiber(j);  // only the last started fiber links to one not started yet
+    const Fiber& f = fibers_[j];
+    if (f.wait == kExited && j != me) {
+      j = f.next;
+      fibers_[prev].next = j;
+      continue;
+    }
+    if (runnable(f, j)) break;
+    if (steps > 2 * n_) report_divergence(me);  // every live thread waits and none can go on
+    prev = j;
+    j = f.next;
+  }
+  prefetch_ahead(j);
+  tls.thread_idx = fibers_[j].idx;
+  return j != me ? fibers_[j].sp : nullptr;
+}
+
+FiberSp BlockRun::start_fiber(std::uint32_t j) {
+  started_ = j + 1;
+  Fiber& f = fibers_[j];
+  f.next = j + 1 < n_ ? j + 1 : first_;
+  f.wait = kRunning;
+  // Coordinates computed in registers and written to both places from them: reading back a
+  // Dim3 just written field by field would stall store forwarding on every fiber start.
+  const Dim3 d = task_->block_dim;
+  const bool one_d = d.y == 1 && d.z == 1;
+  const unsigned x = one_d ? j : j % d.x;
+  const unsigned y = one_d ? 0 : (j / d.x) % d.y;
+  const unsigned z = one_d ? 0 : j / (d.x * d.y);
+  f.idx.x = x;
+  f.idx.y = y;
+  f.idx.z = z;
+  tls.thread_idx.x = x;
+  tls.thread_idx.y = y;
+  tls.thread_idx.z = z;
+  prefetch_ahead(j);
+  return fiber_prepare(stacks_.top(j + 1), &thread_entry, this);
+}
+
+void BlockRun::report_divergence(std::uint32_t me) {
+  // The threads are split between block barriers and warp operations (or a warp is split
+  // between different warp operations). Fail the block and let every fiber unwind.
+  if (!failed_) {
+    failed_ = true;
+    failure_ = {Errc::kernel_failed,
+                concat("kernel '", task_->kernel, "' deadlocked in block ", to_string(block_idx_),
+                       ": barrier divergence - ", live_,
+                       " live thread(s) wait at different barriers or warp operations (thread ",
+                       to_string(fibers_[me].idx),
+                       " among them). Every thread of a block must reach the same barrier() and "
+                       "every lane of a warp the same warp operation.")};
+  }
+  start_aborting();
+  // With aborting_ set every waiting fiber is runnable; resume one and unwind when resumed.
+  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers_[me].sp, target);
+  throw BlockAbort{};
 }
 
 void BlockRun::exit_current() {
-  const std::uint32_t me = cur_;
-  slots_[me].state = State::exited;
+  const std::uint32_t me = running_thread();
+  fibers_[me].wait = kExited;
   --live_;
-  next_[prev_[me]] = next_[me];
-  prev_[next_[me]] = prev_[me];
   const std::uint32_t w = me / 32;
   --warp_live_[w];
-  // Exited threads no longer count at barriers (as on CUDA).
-  if (arrived_ > 0 && arrived_ == live_) {
-    arrived_ = 0;
+  // Exited threads no longer count at barriers (as on CUDA): if every other live thread has
+  // arrived, the barrier is complete.
+  if (--remaining_ == 0 && live_ > 0) {
+    remaining_ = live_;
     ++gen_;
   }
   if (warp_arrived_[w] > 0 && warp_arrived_[w] == warp_live_[w]) {
     warp_arrived_[w] = 0;
     ++warp_gen_[w];
   }
-  if (live_ == 0) devctx_fiber_switch(&slots_[me].sp, scheduler_sp_);
-  switch_away();
-  __builtin_unreachable();
-}
-
-void BlockRun::barrier() {
-  if (!cooperative_) [[unlikely]] {
-    if (tls.mode == Mode::block_level)
-      fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
-                                "already ends with a barrier, so call no barrier() of your own");
-    go_cooperative("barrier()");
-  }
-  if (aborting_) [[unlikely]] throw BlockAbort{};
-  if (++arrived_ == live_) {
-    arrived_ = 0;
-    ++gen_;
-    return;
-  }
-  Slot& me = slots_[cur_];
-  me.state = State::at_barrier;
-  me.wait_gen = gen_;
-  switch_away();
-  if (aborting_) [[unlikely]] throw BlockAbort{};
+  devctx_fiber_jump(live_ == 0 ? scheduler_sp_ : next_target(me));  // nothing resumes an exited fiber
 }
 
 void BlockRun::warp_sync() {
-  const std::uint32_t w = cur_ / 32;
+  const std::uint32_t me = running_thread();
+  const std::uint32_t w = me / 32;
   if (++warp_arrived_[w] == warp_live_[w]) {
     warp_arrived_[w] = 0;
     ++warp_gen_[w];
     return;
   }
-  Slot& me = slots_[cur_];
-  me.state = State::at_warp;
-  me.wait_gen = warp_gen_[w];
-  switch_away();
+  fibers_[me].wait = kAtWarp | warp_gen_[w];
+  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers_[me].sp, target);
   if (aborting_) throw BlockAbort{};
 }
 
@@ -318,8 +382,9 @@ const std::byte* BlockRun::warp_publish(const void* value, std::size_t bytes) {
                               "as a loop, so lanes cannot exchange values there; use a thread-level kernel");
   if (!cooperative_) go_cooperative("a warp operation");
   if (aborting_) throw BlockAbort{};
-  std::byte* warp = warp_slots_.get() + (cur_ / 32) * 32 * kWarpSlotBytes;
-  std::memcpy(warp + (cur_ % 32) * kWarpSlotBytes, value, bytes);
+  const std::uint32_t me = running_thread();
+  std::byte* warp = warp_slots_.get() + (me / 32) * 32 * kWarpSlotBytes;
+  std::memcpy(warp + (me % 32) * kWarpSlotBytes, value, bytes);
   warp_sync();
   return warp;
 }

@@ -53,6 +53,12 @@ struct BlockFailure {
   std::string message;
 };
 
+/// Most threads in a block (the CPU device's max_threads_per_block).
+inline constexpr std::uint32_t kMaxBlockThreads = 1024;
+
+/// How many fibers ahead a switch prefetches (measured: 1 leaves most TLB misses exposed).
+inline constexpr std::uint32_t kPrefetchAhead = 12;
+
 class BlockRun {
  public:
   BlockRun(std::size_t stack_bytes, std::size_t shared_limit);
@@ -67,7 +73,8 @@ class BlockRun {
            std::string* why);
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
-  void barrier();
+  /// devctx::barrier() on the CPU: finds the running block through `tls`.
+  static void barrier_entry();
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
@@ -75,13 +82,19 @@ class BlockRun {
   void* per_thread_storage(std::size_t bytes, std::size_t align);
 
  private:
-  enum class State : std::uint8_t { not_started, running, at_barrier, at_warp, exited };
-  struct Slot {
-    FiberSp sp = nullptr;
-    std::uint32_t wait_gen = 0;
-    State state = State::exited;
+  /// One GPU thread of a cooperative block (32 bytes: two share a cache line).
+  struct Fiber {
+    FiberSp sp = nullptr;    // saved stack pointer while suspended
+    std::uint64_t wait = 0;  // kRunning, kExited, or kAtBarrier / kAtWarp | generation waited in
+    std::uint32_t next = 0;  // successor in the ring (exited fibers are unlinked lazily)
     Dim3 idx;
   };
+  static constexpr std::uint64_t kKindMask = std::uint64_t{3} << 62;
+  static constexpr std::uint64_t kRunning = 0;
+  static constexpr std::uint64_t kAtBarrier = std::uint64_t{1} << 62;
+  static constexpr std::uint64_t kAtWarp = std::uint64_t{2} << 62;
+  static constexpr std::uint64_t kExited = ~std::uint64_t{0};
+
   struct SharedSite {
     const void* site;
     std::size_t offset;
@@ -90,15 +103,40 @@ class BlockRun {
   static void plain_entry(void* self);
   static void thread_entry(void* self);
 
+  void barrier_slow();
   void go_cooperative(const char* cause);
   void warp_sync();
   void record_current_exception();
-  [[nodiscard]] bool runnable(std::uint32_t j) const;
-  std::uint32_t find_runnable(std::uint32_t j);
-  void switch_away();
+  void start_aborting();
+  [[nodiscard]] std::uint32_t running_thread() const;
+  [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
+  [[nodiscard]] FiberSp next_target(std::uint32_t me);
+  [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
+  void prefetch_ahead(std::uint32_t j) const;
   [[noreturn]] void exit_current();
+  [[noreturn]] void report_divergence(std::uint32_t me);
+
+  // What a barrier reads, together at the start of the object.
+  bool fast_barrier_ = false;  // cooperative and not aborting
+  bool cooperative_ = false;
+  bool aborting_ = false;
+  bool failed_ = false;
+  std::uint32_t n_ = 0;
+  // Fibers run in ring order first_, first_ + 1, ..., n_ - 1, first_, ...; those from started_ on
+  // have not run yet (threads before first_ finished in the plain loop before any barrier).
+  std::uint32_t first_ = 0;
+  std::uint32_t started_ = 0;
+  std::uint32_t live_ = 0;       // threads of the ring that have not exited
+  std::uint32_t remaining_ = 0;  // live threads yet to reach the current barrier
+  /// Barrier generation. It only grows, across blocks too, so that a fiber's `wait` left over
+  /// from an earlier block can never look like a waiter released by this block's last barrier.
+  std::uint64_t gen_ = 2;
+  Fiber* fibers_ = nullptr;
+  std::uintptr_t stack_base_ = 0;
+  unsigned stack_shift_ = 0;
 
   StackPool stacks_;
+  std::unique_ptr<Fiber[]> fiber_storage_;
   std::size_t shared_limit_;
   std::unique_ptr<std::byte[]> shared_;      // dynamic shared memory first, static after it
   std::unique_ptr<std::byte[]> per_thread_;  // block-level per_thread<T>() values
@@ -109,20 +147,9 @@ class BlockRun {
 
   const BlockTask* task_ = nullptr;
   Dim3 block_idx_;
-  std::uint32_t n_ = 0;
-  std::uint32_t cur_ = 0;
-  std::uint32_t live_ = 0;
-  std::uint32_t arrived_ = 0;
-  std::uint32_t gen_ = 0;
-  bool cooperative_ = false;
-  bool aborting_ = false;
-  bool failed_ = false;
   BlockFailure failure_;
   std::string* why_ = nullptr;
   FiberSp scheduler_sp_ = nullptr;
-  std::vector<Slot> slots_;
-  std::vector<std::uint32_t> next_;  // ring of live threads
-  std::vector<std::uint32_t> prev_;
   std::uint32_t warp_live_[32] = {};
   std::uint32_t warp_arrived_[32] = {};
   std::uint32_t warp_gen_[32] = {};

@@ -372,7 +372,7 @@ class CpuDevice final : public DeviceImpl {
     info_.id = 0;
     info_.name = concat("CPU (", workers, workers == 1 ? " thread" : " threads", "): ", cpu_model());
     info_.multiprocessors = unsigned(workers);
-    info_.max_threads_per_block = 1024;
+    info_.max_threads_per_block = cpu::kMaxBlockThreads;
     info_.max_block_dim = {1024, 1024, 64};
     info_.max_grid_dim = {2147483647u, 65535, 65535};
     info_.max_shared_bytes_per_block = kSharedLimit;

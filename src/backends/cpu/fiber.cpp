@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <new>
 
@@ -35,6 +37,35 @@ devctx_fiber_switch:
   ret
   .size devctx_fiber_switch, .-devctx_fiber_switch
 
+  .globl devctx_fiber_launch
+  .type devctx_fiber_launch, @function
+devctx_fiber_launch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  movq %rcx, %rdi
+  callq *%rdx
+  ud2
+  .size devctx_fiber_launch, .-devctx_fiber_launch
+
+  .globl devctx_fiber_jump
+  .type devctx_fiber_jump, @function
+devctx_fiber_jump:
+  movq %rdi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size devctx_fiber_jump, .-devctx_fiber_jump
+
   .globl devctx_fiber_start
   .type devctx_fiber_start, @function
 devctx_fiber_start:
@@ -49,41 +80,45 @@ extern "C" void devctx_fiber_start();
 namespace devctx::detail::cpu {
 
 FiberSp fiber_prepare(void* top, void (*entry)(void*), void* arg) noexcept {
-  // Frame popped by devctx_fiber_switch: r15 r14 r13 r12 rbx rbp, then the return address.
-  // devctx_fiber_start must begin with a 16-byte aligned stack (the ABI's rule before a call).
-  auto aligned = reinterpret_cast<std::uintptr_t>(top) & ~std::uintptr_t{15};
-  auto* frame = reinterpret_cast<void**>(aligned - 16 - 7 * sizeof(void*));
-  frame[0] = nullptr;                                         // r15
-  frame[1] = nullptr;                                         // r14
-  frame[2] = arg;                                             // r13
-  frame[3] = reinterpret_cast<void*>(entry);                  // r12
-  frame[4] = nullptr;                                         // rbx
-  frame[5] = nullptr;                                         // rbp
-  frame[6] = reinterpret_cast<void*>(&devctx_fiber_start);    // return address
+  // The frame devctx_fiber_switch pops: r15 r14 r13 r12 rbx rbp, then the return address.
+  // devctx_fiber_start then runs with a 16-byte aligned stack, as a call requires.
+  auto* frame = reinterpret_cast<void**>(reinterpret_cast<char*>(top) - 16 - 7 * sizeof(void*));
+  frame[0] = nullptr;                                       // r15
+  frame[1] = nullptr;                                       // r14
+  frame[2] = arg;                                           // r13
+  frame[3] = reinterpret_cast<void*>(entry);                // r12
+  frame[4] = nullptr;                                       // rbx
+  frame[5] = nullptr;                                       // rbp
+  frame[6] = reinterpret_cast<void*>(&devctx_fiber_start);  // return address
   return frame;
 }
 
-StackPool::StackPool(std::size_t stack_bytes) : page_(std::size_t(sysconf(_SC_PAGESIZE))) {
-  stack_bytes_ = (stack_bytes + page_ - 1) / page_ * page_;
+StackPool::StackPool(std::size_t stack_bytes, std::size_t count)
+    : page_(std::size_t(sysconf(_SC_PAGESIZE))), count_(count) {
+  const std::size_t slot = std::bit_ceil(std::max(stack_bytes + page_, 4 * page_));
+  shift_ = unsigned(std::countr_zero(slot));
+  region_bytes_ = (count + 1) * slot;  // one slot more to align the base to a slot
+  region_ = mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (region_ == MAP_FAILED)
+    fail(Errc::out_of_memory, "CPU backend: cannot reserve ", bytes_text(region_bytes_), " of address space for ",
+         count, " fiber stacks of ", bytes_text(slot), " (DEVCTX_CPU_STACK_BYTES sets the stack size)");
+  base_ = (reinterpret_cast<std::uintptr_t>(region_) + slot - 1) & ~std::uintptr_t(slot - 1);
 }
 
-StackPool::~StackPool() {
-  for (void* region : regions_) munmap(region, stack_bytes_ + page_);
-}
+StackPool::~StackPool() { munmap(region_, region_bytes_); }
 
 void* StackPool::grow(std::size_t i) {
-  const std::size_t page = page_;
-  while (regions_.size() <= i) {
-    void* region = mmap(nullptr, stack_bytes_ + page, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (region == MAP_FAILED)
-      fail(Errc::out_of_memory, "CPU backend: cannot map a ", bytes_text(stack_bytes_),
-           " stack for GPU thread ", regions_.size(), " of a cooperative block");
-    mprotect(region, page, PROT_NONE);  // overflowing a fiber's stack faults instead of corrupting
-    const std::size_t n = regions_.size();
+  if (i >= count_)
+    fail(Errc::invalid_launch, "CPU backend: fiber stack ", i, " requested, but only ", count_, " exist");
+  const std::size_t slot = slot_bytes();
+  while (tops_.size() <= i) {
+    const std::size_t n = tops_.size();
+    auto* bottom = reinterpret_cast<char*>(base_ + n * slot);
+    // Overflowing a fiber's stack faults on this page instead of corrupting the stack below.
+    if (mprotect(bottom, page_, PROT_NONE) != 0)
+      fail(Errc::out_of_memory, "CPU backend: cannot set up the guard page of fiber stack ", n);
     const std::size_t stagger = (n % 64) * 64;
-    regions_.push_back(region);
-    tops_.push_back(static_cast<char*>(region) + page + stack_bytes_ - stagger);
+    tops_.push_back(bottom + slot - stagger);
   }
   return tops_[i];
 }
