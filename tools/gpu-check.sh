@@ -159,8 +159,14 @@ if command -v compute-sanitizer >/dev/null; then
       SANITIZED=1
       # shellcheck disable=SC2086  # env and cmd are word lists on purpose
       step "memcheck $name" "memcheck-$name.log" sanitize memcheck "$env" $cmd
+      # Racecheck leaves out the tests where several host threads launch at once: under racecheck
+      # (CUDA 13.0, driver 580) such a run hung in about one of five tries, every launching
+      # thread blocked on a lock inside libcuda while the sanitizer's collection thread spun
+      # (seen 2026-11-30; memcheck runs them). Racecheck only looks at shared memory inside a
+      # kernel, which these tests do not use.
       # shellcheck disable=SC2086
-      step "racecheck $name" "racecheck-$name.log" sanitize racecheck "$env" $cmd
+      step "racecheck $name" "racecheck-$name.log" sanitize racecheck "$env" $cmd \
+        --gtest_filter='-*HostThreads*
     done < <(gpu_test_commands)
   fi
   [[ $SANITIZED == 0 ]] && skip "compute-sanitizer over gpu tests" "no gpu-labelled tests found"
