@@ -166,7 +166,7 @@ if command -v compute-sanitizer >/dev/null; then
       # kernel, which these tests do not use.
       # shellcheck disable=SC2086
       step "racecheck $name" "racecheck-$name.log" sanitize racecheck "$env" $cmd \
-        --gtest_filter='-*HostThreads*
+        --gtest_filter='-*HostThreads*'
     done < <(gpu_test_commands)
   fi
   [[ $SANITIZED == 0 ]] && skip "compute-sanitizer over gpu tests" "no gpu-labelled tests found"
