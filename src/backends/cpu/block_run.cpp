@@ -61,7 +61,7 @@ void not_in_kernel(const char* function) {
 BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
     : stacks_(stack_bytes, kMaxBlockThreads + 1),
       shared_limit_(shared_limit),
-      shared_(new (std::align_val_t{64}) std::byte[shared_limit + 64]),
+      shared_(new (std::align_val_t{64}) std::byte[2 * shared_stride(shared_limit)]),
       per_thread_(new (std::align_val_t{64}) std::byte[kPerThreadBytes]),
       warp_slots_(new (std::align_val_t{64}) std::byte[32 * 32 * kWarpSlotBytes]) {
   // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
@@ -71,49 +71,94 @@ BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
   stack_shift_ = stacks_.shift();
 }
 
-bool BlockRun::run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz, BlockPath& path,
-                   BlockFailure& failure, std::string* why) {
+void BlockRun::enter_launch(const BlockTask& task) {
   task_ = &task;
-  block_idx_.x = bx;
-  block_idx_.y = by;
-  block_idx_.z = bz;
   n_ = std::uint32_t(task.block_dim.volume());
-  fast_barrier_ = false;
-  cooperative_ = false;
-  aborting_ = false;
-  failed_ = false;
-  why_ = why;
   if (sites_launch_ != task.launch_id) {
     sites_launch_ = task.launch_id;
     sites_.clear();
-    tls.shared_count = 0;
     static_top_ = align_up(task.shared_bytes, 64);
   }
-  per_thread_top_ = 0;
+  // The DEVCTX_SHARED cache in tls belongs to whichever launch this worker ran last.
+  tls.shared_count = 0;
+  for (const SharedSite& site : sites_) {
+    if (tls.shared_count == std::size(tls.shared_sites)) break;
+    tls.shared_sites[tls.shared_count] = site.site;
+    tls.shared_addresses[tls.shared_count] = shared_base() + site.offset;
+    shared_offsets_[tls.shared_count] = site.offset;
+    ++tls.shared_count;
+  }
+  tls.block_dim = task.block_dim;
+  tls.grid_dim = task.grid_dim;
+  tls.dynamic_shared = shared_base();
+  tls.dynamic_shared_bytes = task.shared_bytes;
+  tls.block = this;
+}
 
+// The coordinates come as three integers so that they travel in registers (a Dim3 in memory,
+// updated one field at a time by the caller, stalls store forwarding on every block).
+[[gnu::always_inline]] inline void BlockRun::set_block(unsigned bx, unsigned by, unsigned bz) {
+  block_idx_.x = bx;
+  block_idx_.y = by;
+  block_idx_.z = bz;
   tls.block_idx.x = bx;
   tls.block_idx.y = by;
   tls.block_idx.z = bz;
-  tls.block_dim = task.block_dim;
-  tls.grid_dim = task.grid_dim;
   tls.thread_idx = {0, 0, 0};
-  tls.dynamic_shared = shared_.get();
-  tls.dynamic_shared_bytes = task.shared_bytes;
-  tls.block = this;
-  tls.x_end = task.block_dim.x;
+  per_thread_top_ = 0;
+  // Consecutive blocks use alternate copies of shared memory: block b + 1's first phase then has
+  // no memory dependence on block b's last ones (the same addresses would make the core wait for
+  // them), so the two overlap - worth 10-20% on a short reduction. Shared memory is undefined at
+  // block start on a GPU too.
+  shared_half_ ^= 1;
+  std::byte* const base = shared_base();
+  tls.dynamic_shared = base;
+  for (unsigned i = 0; i < tls.shared_count; ++i) tls.shared_addresses[i] = base + shared_offsets_[i];
+}
 
+bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end, const std::atomic<bool>& stop,
+                         RangeStats& stats, BlockFailure& failure, std::string* why) {
+  enter_launch(task);
+  const Dim3 g = task.grid_dim;
+  // The first block's index takes divisions; the rest step through x, then y, then z.
+  unsigned x = unsigned(begin % g.x), y = unsigned((begin / g.x) % g.y), z = unsigned(begin / (std::uint64_t(g.x) * g.y));
+  auto step = [&] {
+    if (++x == g.x) {
+      x = 0;
+      if (++y == g.y) {
+        y = 0;
+        ++z;
+      }
+    }
+  };
+  failed_ = false;
+  aborting_ = false;
+  cooperative_ = false;
+  fast_barrier_ = false;
+  why_ = why;
   if (task.block_level) {
     tls.mode = Mode::block_level;
-    try {
-      task.run_block(task.args);
-    } catch (...) {
-      record_current_exception();
+    std::uint64_t b = begin;
+    for (; b < end && !failed_ && !stop.load(std::memory_order_relaxed); ++b, step()) {
+      set_block(x, y, z);
+      try {
+        task.run_block(task.args);
+      } catch (...) {
+        record_current_exception();
+      }
     }
-    path = BlockPath::block_level;
+    stats.block_level += b - begin;
   } else {
-    tls.mode = Mode::plain;
-    devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
-    path = cooperative_ ? BlockPath::cooperative : BlockPath::plain;
+    for (std::uint64_t b = begin; b < end && !failed_ && !stop.load(std::memory_order_relaxed); ++b, step()) {
+      set_block(x, y, z);
+      tls.x_end = task.block_dim.x;
+      tls.mode = Mode::plain;
+      cooperative_ = false;
+      fast_barrier_ = false;
+      devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
+      (cooperative_ ? stats.cooperative : stats.plain) += 1;
+      if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
+    }
   }
   tls.mode = Mode::none;
   tls.block = nullptr;
@@ -400,7 +445,7 @@ unsigned BlockRun::warp_width() const {
 
 void* BlockRun::static_shared(const void* site, std::size_t bytes, std::size_t align) {
   for (const SharedSite& s : sites_)
-    if (s.site == site) return shared_.get() + s.offset;
+    if (s.site == site) return shared_base() + s.offset;
   const std::size_t offset = align_up(static_top_, std::max<std::size_t>(align, 16));
   if (offset + bytes > shared_limit_)
     fail(Errc::invalid_launch, "DEVCTX_SHARED arrays (", bytes_text(offset + bytes - align_up(task_->shared_bytes, 64)),
@@ -410,10 +455,11 @@ void* BlockRun::static_shared(const void* site, std::size_t bytes, std::size_t a
   static_top_ = offset + bytes;
   if (tls.shared_count < std::size(tls.shared_sites)) {
     tls.shared_sites[tls.shared_count] = site;
-    tls.shared_addresses[tls.shared_count] = shared_.get() + offset;
+    tls.shared_addresses[tls.shared_count] = shared_base() + offset;
+    shared_offsets_[tls.shared_count] = offset;
     ++tls.shared_count;
   }
-  return shared_.get() + offset;
+  return shared_base() + offset;
 }
 
 void* BlockRun::per_thread_storage(std::size_t bytes, std::size_t align) {

@@ -14,6 +14,7 @@
 // waiting at different kinds of barrier with nobody able to proceed), exceptions in kernels.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -45,7 +46,6 @@ struct BlockTask {
   std::uint64_t launch_id = 0;
 };
 
-enum class BlockPath : unsigned char { plain, cooperative, block_level };
 
 /// A failure inside a block: the error code and the full message.
 struct BlockFailure {
@@ -65,12 +65,21 @@ class BlockRun {
   BlockRun(const BlockRun&) = delete;
   BlockRun& operator=(const BlockRun&) = delete;
 
-  /// Runs block (bx, by, bz) of `task` to completion. Returns false and fills `failure` if a
-  /// thread threw or the block broke a rule; `why` receives the reason a block went cooperative.
-  /// The coordinates come as three integers so that they travel in registers (a Dim3 in memory,
-  /// updated one field at a time by the caller, stalls store forwarding on every block).
-  bool run(const BlockTask& task, unsigned bx, unsigned by, unsigned bz, BlockPath& path, BlockFailure& failure,
-           std::string* why);
+  /// How many blocks of a range took each path.
+  struct RangeStats {
+    std::uint64_t plain = 0;
+    std::uint64_t cooperative = 0;
+    std::uint64_t block_level = 0;
+  };
+
+  /// Runs blocks begin..end-1 of `task` (numbered x fastest, then y, then z) to completion, one
+  /// after another. Stops early when `stop` becomes true (another worker's block failed) or a
+  /// block fails; then returns false and fills `failure`. `why` (if not null and empty) receives
+  /// the reason the first block went cooperative. State that is the same for every block of the
+  /// launch is set once per range, so the per-block cost of a block-level kernel is little more
+  /// than the call to it.
+  bool run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end, const std::atomic<bool>& stop,
+                 RangeStats& stats, BlockFailure& failure, std::string* why);
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
   /// devctx::barrier() on the CPU: finds the running block through `tls`.
@@ -100,6 +109,8 @@ class BlockRun {
     std::size_t offset;
   };
 
+  void enter_launch(const BlockTask& task);
+  void set_block(unsigned bx, unsigned by, unsigned bz);
   static void plain_entry(void* self);
   static void thread_entry(void* self);
 
@@ -138,7 +149,11 @@ class BlockRun {
   StackPool stacks_;
   std::unique_ptr<Fiber[]> fiber_storage_;
   std::size_t shared_limit_;
-  std::unique_ptr<std::byte[]> shared_;      // dynamic shared memory first, static after it
+  static constexpr std::size_t shared_stride(std::size_t limit) { return (limit + 127) / 64 * 64; }
+  [[nodiscard]] std::byte* shared_base() const { return shared_.get() + shared_half_ * shared_stride(shared_limit_); }
+  std::unique_ptr<std::byte[]> shared_;  // two copies (alternate blocks); dynamic shared memory first, static after it
+  unsigned shared_half_ = 0;
+  std::size_t shared_offsets_[4] = {};  // offsets of the sites cached in tls.shared_addresses
   std::unique_ptr<std::byte[]> per_thread_;  // block-level per_thread<T>() values
   std::size_t per_thread_top_ = 0;
   std::size_t static_top_ = 0;

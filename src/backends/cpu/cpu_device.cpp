@@ -35,7 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using cpu::BlockFailure;
-using cpu::BlockPath;
 
 constexpr std::size_t kSharedLimit = 48 * 1024;
 constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
@@ -119,34 +118,21 @@ struct KernelOp final : Op {
   };
 
   void run_part(std::size_t part, cpu::BlockRun& run) override {
-    const Dim3 g = task.grid_dim;
     const std::uint64_t begin = part * per_part, end = std::min(blocks, begin + per_part);
     std::string reason;
-    std::uint64_t coop = 0, plain = 0;
-    // The first block's index takes divisions; the rest step through x, then y, then z.
-    unsigned x = unsigned(begin % g.x), y = unsigned((begin / g.x) % g.y), z = unsigned(begin / (std::uint64_t(g.x) * g.y));
+    cpu::BlockRun::RangeStats stats;
     BlockFailure failure;
-    for (std::uint64_t b = begin; b < end && !failed.load(std::memory_order_relaxed); ++b) {
-      if (b != begin && ++x == g.x) {
-        x = 0;
-        if (++y == g.y) {
-          y = 0;
-          ++z;
-        }
-      }
-      BlockPath path{};
-      const bool ok = run.run(task, x, y, z, path, failure, why.empty() ? &reason : nullptr);
-      (path == BlockPath::cooperative ? coop : plain) += 1;
-      if (!ok) {
-        const std::lock_guard lock(failure_mutex);
-        if (!failed.exchange(true)) first_failure = std::move(failure);
-      }
+    const bool ok = run.run_range(task, begin, end, failed, stats, failure, why_known ? nullptr : &reason);
+    if (!ok) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failed.exchange(true)) first_failure = std::move(failure);
     }
-    cooperative_blocks += coop;
-    plain_blocks += plain;
+    cooperative_blocks += stats.cooperative;
+    plain_blocks += stats.plain + stats.block_level;
     if (!reason.empty()) {
       const std::lock_guard lock(failure_mutex);
       if (why.empty()) why = std::move(reason);
+      why_known = true;
     }
   }
 
@@ -180,6 +166,7 @@ struct KernelOp final : Op {
   std::mutex failure_mutex;
   BlockFailure first_failure;
   std::string why;
+  std::atomic<bool> why_known{false};  // `why` is set: later parts need not build a reason
   std::atomic<std::uint64_t> cooperative_blocks{0};
   std::atomic<std::uint64_t> plain_blocks{0};
   Clock::time_point trace_start;
