@@ -4,6 +4,7 @@
 // and the guarantees around them (nothing enqueued, destructors never throw).
 #include "support/test_support.hpp"
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <stdexcept>
@@ -53,6 +54,40 @@ DEVCTX_KERNEL void throw_in_one_thread(devctx::span<unsigned> out, Dim3 bad_bloc
   if (mode == 1) devctx::barrier();
   const auto g = devctx::global_idx();
   if (g.x < out.size()) out[g.x] = 1;
+}
+
+#if !defined(__CUDA_ARCH__)
+/// Counts live instances: a failed block must unwind every started thread's frames.
+std::atomic<int> g_guards_alive{0};
+std::atomic<int> g_guards_made{0};
+struct Guard {
+  Guard() {
+    ++g_guards_alive;
+    ++g_guards_made;
+  }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+  ~Guard() { --g_guards_alive; }
+};
+#endif
+
+/// Every thread holds a Guard across several barriers (two call sites, a warp operation); one
+/// thread throws in round `bad_round`, while the others wait at a barrier or a warp operation.
+DEVCTX_KERNEL void throw_while_others_wait(devctx::span<int> out, unsigned bad_thread, unsigned bad_round) {
+#if !defined(__CUDA_ARCH__)
+  const Guard guard;
+  const unsigned t = devctx::thread_idx().x;
+  int v = int(t);
+  for (unsigned round = 0; round < 4; ++round) {
+    devctx::barrier();
+    if (t == bad_thread && round == bad_round) throw std::runtime_error("failure while others wait");
+    v = devctx::warp_sum(v) % 1000;
+    devctx::barrier();
+  }
+  out[devctx::global_idx().x] = v;
+#else
+  (void)out, (void)bad_thread, (void)bad_round;
+#endif
 }
 
 DEVCTX_KERNEL void throw_in_phase(devctx::Block blk, devctx::span<unsigned> out, unsigned bad_rank) {
@@ -409,6 +444,24 @@ TEST_P(KernelFailures, LaterWorkStillRunsAndLaterFailuresAreCounted) {
   EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, 5u), download(ctx(), after)))
       << "work enqueued after a failed kernel still runs";
   expect_usable(ctx());
+}
+
+TEST_P(KernelFailures, AFailedBlockUnwindsEveryWaitingThread) {
+  if (!on_cpu()) GTEST_SKIP() << "device code cannot throw";
+  for (const unsigned bad_thread : {0u, 77u, 255u}) {
+    for (const unsigned bad_round : {0u, 2u}) {
+      SCOPED_TRACE(testing::Message() << "thread " << bad_thread << ", round " << bad_round);
+      g_guards_made = 0;
+      auto out = poisoned_buffer<int>(ctx(), 3 * 256);
+      ctx().enqueue_function<throw_while_others_wait>({.grid_dim = 3, .block_dim = 256}, out, bad_thread, bad_round);
+      const auto e = error_of([&] { ctx().synchronize(); });
+      ASSERT_TRUE(e);
+      EXPECT_THAT(e->what(), HasSubstr("failure while others wait"));
+      EXPECT_GT(g_guards_made.load(), 0);
+      EXPECT_EQ(g_guards_alive.load(), 0) << "threads left without unwinding their frames";
+      expect_usable(ctx());
+    }
+  }
 }
 
 TEST_P(KernelFailures, BarrierDivergenceIsDetected) {

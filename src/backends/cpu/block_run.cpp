@@ -279,51 +279,48 @@ void BlockRun::go_cooperative(const char* cause) {
   __builtin_prefetch(sp + 64);
 }
 
-void BlockRun::barrier_entry() {
-  BlockRun* b = tls.block;
-  if (b == nullptr || !b->fast_barrier_) [[unlikely]] {
-    if (b == nullptr) not_in_kernel("devctx::barrier");
-    b->barrier_slow();
-    return;
+// The C++ half of devctx::detail::cpu::barrier() (fiber.cpp): `sp` is the caller's suspended
+// frame. Returns the frame to resume - `sp` itself if the caller goes on.
+[[gnu::always_inline]] inline void* BlockRun::barrier_decide(void* sp) {
+  if (!fast_barrier_) [[unlikely]] {
+    if (tls.mode == Mode::block_level)
+      fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
+                                "already ends with a barrier, so call no barrier() of your own");
+    if (aborting_) throw BlockAbort{};
+    go_cooperative("barrier()");
   }
-  if (--b->remaining_ == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
-    b->remaining_ = b->live_;
-    ++b->gen_;
-    return;
+  if (--remaining_ == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
+    remaining_ = live_;
+    ++gen_;
+    return sp;
   }
-  const std::uint32_t me = b->running_thread();
-  Fiber* const fibers = b->fibers_;
-  const std::uint64_t gen = b->gen_;
+  const std::uint32_t me = running_thread();
+  Fiber* const fibers = fibers_;
+  const std::uint64_t gen = gen_;
+  fibers[me].sp = sp;
   fibers[me].wait = kAtBarrier | gen;
   std::uint32_t j = me + 1;
-  if (j == b->n_) j = b->first_;
+  if (j == n_) j = first_;
   const Fiber& to = fibers[j];
   // A thread released by the previous barrier waited at gen - 1. Not started, exited and warp-
   // waiting threads never match (hence gen_ += 2 per block), so one comparison decides.
-  FiberSp target;
   if (to.wait == (kAtBarrier | (gen - 1))) [[likely]] {
-    b->prefetch_ahead(j);
+    prefetch_ahead(j);
     tls.thread_idx = to.idx;
-    target = to.sp;
-  } else {
-    target = b->next_target(me);
+    return to.sp;
   }
-  // Every fiber suspends at this one call, so when another fiber returns from it the return
-  // address predictor is right (a second call site would cost a misprediction per resumption).
-  if (target != nullptr) devctx_fiber_switch(&fibers[me].sp, target);
-  if (tls.block->aborting_) [[unlikely]] throw BlockAbort{};
+  if (const FiberSp target = next_target(me); target != nullptr) return target;
+  if (aborting_) throw BlockAbort{};  // found no other thread to run: unwind this one
+  return sp;
 }
 
-void BlockRun::barrier_slow() {
-  if (tls.mode == Mode::block_level)
-    fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
-                              "already ends with a barrier, so call no barrier() of your own");
-  if (aborting_) throw BlockAbort{};
-  go_cooperative("barrier()");
-  barrier_entry();
+extern "C" void* devctx_barrier_decide(void* sp) {
+  BlockRun* b = tls.block;
+  if (b == nullptr) not_in_kernel("devctx::barrier");
+  return b->barrier_decide(sp);
 }
 
-void barrier() { BlockRun::barrier_entry(); }
+extern "C" [[noreturn]] void devctx_throw_block_abort() { throw BlockAbort{}; }
 
 // The stack pointer to switch to from `me`, which has just started waiting or exited: the next
 // runnable fiber in the ring, started on the spot if it has not run yet. nullptr if `me` itself
@@ -345,7 +342,9 @@ FiberSp BlockRun::next_target(std::uint32_t me) {
   }
   prefetch_ahead(j);
   tls.thread_idx = fibers_[j].idx;
-  return j != me ? fibers_[j].sp : nullptr;
+  if (j == me) return nullptr;
+  if (aborting_) fiber_arm_abort(fibers_[j].sp);  // it unwinds instead of going on
+  return fibers_[j].sp;
 }
 
 FiberSp BlockRun::start_fiber(std::uint32_t j) {

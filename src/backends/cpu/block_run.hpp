@@ -82,8 +82,8 @@ class BlockRun {
                  RangeStats& stats, BlockFailure& failure, std::string* why);
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
-  /// devctx::barrier() on the CPU: finds the running block through `tls`.
-  static void barrier_entry();
+  /// The decision half of devctx::barrier() on the CPU (see barrier_decide in block_run.cpp).
+  inline void* barrier_decide(void* sp);
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
@@ -114,7 +114,6 @@ class BlockRun {
   static void plain_entry(void* self);
   static void thread_entry(void* self);
 
-  void barrier_slow();
   void go_cooperative(const char* cause);
   void warp_sync();
   void record_current_exception();

@@ -14,7 +14,16 @@
 #error "devctx's CPU backend switches fibers with x86-64 assembly; add a switch for this architecture in src/backends/cpu/fiber.cpp"
 #endif
 
-// System V x86-64: rbx, rbp, r12-r15 are callee-saved; the return address is on the stack.
+// System V x86-64: rbx, rbp, r12-r15 are callee-saved. A suspended fiber's stack holds one frame
+// layout, whoever suspended it:
+//   sp + 0   padding (keeps sp 16-byte aligned)
+//   sp + 8   r15, r14, r13, r12, rbx, rbp
+//   sp + 56  where to continue
+// Resuming pops the registers and *jumps* to the continuation instead of returning to it. A
+// `ret` would be predicted from the return-address stack, which holds the call site of the fiber
+// that is suspending; in a kernel with two barriers that is the other barrier's site, so every
+// switch would be mispredicted. An indirect jump is predicted from its own history: one target
+// per round of a block's threads.
 asm(R"(
   .text
   .globl devctx_fiber_switch
@@ -26,15 +35,18 @@ devctx_fiber_switch:
   pushq %r13
   pushq %r14
   pushq %r15
+  subq $8, %rsp
   movq %rsp, (%rdi)
   movq %rsi, %rsp
+  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
   popq %r12
   popq %rbx
   popq %rbp
-  ret
+  popq %rcx
+  jmpq *%rcx
   .size devctx_fiber_switch, .-devctx_fiber_switch
 
   .globl devctx_fiber_launch
@@ -46,6 +58,7 @@ devctx_fiber_launch:
   pushq %r13
   pushq %r14
   pushq %r15
+  subq $8, %rsp
   movq %rsp, (%rdi)
   movq %rsi, %rsp
   movq %rcx, %rdi
@@ -57,13 +70,15 @@ devctx_fiber_launch:
   .type devctx_fiber_jump, @function
 devctx_fiber_jump:
   movq %rdi, %rsp
+  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
   popq %r12
   popq %rbx
   popq %rbp
-  ret
+  popq %rcx
+  jmpq *%rcx
   .size devctx_fiber_jump, .-devctx_fiber_jump
 
   .globl devctx_fiber_start
@@ -73,6 +88,59 @@ devctx_fiber_start:
   callq *%r12
   ud2
   .size devctx_fiber_start, .-devctx_fiber_start
+
+# devctx::detail::cpu::barrier(), called by kernels: saves the caller's registers, lets
+# devctx_barrier_decide (C++, may throw: hence the CFI) pick the fiber to run, and resumes it -
+# the caller itself when it was the last to arrive.
+  .globl _ZN6devctx6detail3cpu7barrierEv
+  .type _ZN6devctx6detail3cpu7barrierEv, @function
+_ZN6devctx6detail3cpu7barrierEv:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %rbp, 0
+  pushq %rbx
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %rbx, 0
+  pushq %r12
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r12, 0
+  pushq %r13
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r13, 0
+  pushq %r14
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r14, 0
+  pushq %r15
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r15, 0
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  movq %rsp, %rdi
+  call devctx_barrier_decide
+  movq %rax, %rsp
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  popq %rcx
+  jmpq *%rcx
+  .cfi_endproc
+  .size _ZN6devctx6detail3cpu7barrierEv, .-_ZN6devctx6detail3cpu7barrierEv
+
+# Where a suspended fiber continues once its block is aborting (see fiber_arm_abort): it makes
+# the stack look as if the interrupted call had called devctx_throw_block_abort, which throws,
+# and the kernel's frames unwind normally from the original call site.
+  .globl devctx_abort_landing
+  .type devctx_abort_landing, @function
+devctx_abort_landing:
+  movq -72(%rsp), %rcx
+  pushq %rcx
+  jmp devctx_throw_block_abort
+  .size devctx_abort_landing, .-devctx_abort_landing
 )");
 
 extern "C" void devctx_fiber_start();
@@ -80,17 +148,27 @@ extern "C" void devctx_fiber_start();
 namespace devctx::detail::cpu {
 
 FiberSp fiber_prepare(void* top, void (*entry)(void*), void* arg) noexcept {
-  // The frame devctx_fiber_switch pops: r15 r14 r13 r12 rbx rbp, then the return address.
   // devctx_fiber_start then runs with a 16-byte aligned stack, as a call requires.
-  auto* frame = reinterpret_cast<void**>(reinterpret_cast<char*>(top) - 16 - 7 * sizeof(void*));
-  frame[0] = nullptr;                                       // r15
-  frame[1] = nullptr;                                       // r14
-  frame[2] = arg;                                           // r13
-  frame[3] = reinterpret_cast<void*>(entry);                // r12
-  frame[4] = nullptr;                                       // rbx
-  frame[5] = nullptr;                                       // rbp
-  frame[6] = reinterpret_cast<void*>(&devctx_fiber_start);  // return address
+  auto* frame = reinterpret_cast<void**>(reinterpret_cast<char*>(top) - 16 - 8 * sizeof(void*));
+  frame[0] = nullptr;                                       // padding
+  frame[1] = nullptr;                                       // r15
+  frame[2] = nullptr;                                       // r14
+  frame[3] = arg;                                           // r13
+  frame[4] = reinterpret_cast<void*>(entry);                // r12
+  frame[5] = nullptr;                                       // rbx
+  frame[6] = nullptr;                                       // rbp
+  frame[7] = reinterpret_cast<void*>(&devctx_fiber_start);  // where to continue
   return frame;
+}
+
+extern "C" void devctx_abort_landing();
+
+void fiber_arm_abort(FiberSp sp) noexcept {
+  // The continuation moves just below the frame, where devctx_abort_landing finds it: nothing
+  // writes below a suspended fiber's stack pointer.
+  auto* frame = static_cast<void**>(sp);
+  frame[-1] = frame[7];
+  frame[7] = reinterpret_cast<void*>(&devctx_abort_landing);
 }
 
 StackPool::StackPool(std::size_t stack_bytes, std::size_t count)

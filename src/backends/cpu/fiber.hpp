@@ -27,8 +27,13 @@ extern "C" void devctx_fiber_launch(FiberSp* save, void* top, void (*entry)(void
 
 /// Prepares a fiber on the fresh stack ending at `top` (16-byte aligned) so that switching to
 /// the returned stack pointer calls entry(arg) there. Used where a fiber must start from the same
-/// switch call as every other resumption (see BlockRun::barrier_entry).
+/// path as every other resumption.
 FiberSp fiber_prepare(void* top, void (*entry)(void*), void* arg) noexcept;
+
+/// Makes the suspended fiber at `sp` throw (a BlockAbort, see block_run.cpp) from the call it is
+/// suspended in, instead of returning from it, when it is next resumed. Only for fibers that
+/// suspended themselves (not for frames made by fiber_prepare).
+void fiber_arm_abort(FiberSp sp) noexcept;
 
 /// Resumes the fiber whose stack pointer is `load`, saving nothing (the caller has finished).
 extern "C" [[noreturn]] void devctx_fiber_jump(FiberSp load);
