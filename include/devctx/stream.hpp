@@ -61,25 +61,39 @@ class StreamRef {
   /// has been read or written, so it may be reused at once; otherwise it returns immediately.
   template <class Dst, class Src>
   void enqueue_copy(Dst&& dst, Src&& src) {
-    using DT = detail::endpoint_element_t<std::remove_reference_t<Dst>>;
-    using ST = detail::endpoint_element_t<std::remove_reference_t<Src>>;
-    static_assert(!std::is_const_v<DT>, "enqueue_copy: the destination is read-only (const)");
-    static_assert(std::is_same_v<std::remove_const_t<DT>, std::remove_const_t<ST>>,
-                  "enqueue_copy: the element types of destination and source differ");
-    const auto d = detail::endpoint(dst);
-    const auto s = detail::endpoint(src);
-    detail::enqueue_copy(queue(), d.ref, s.ref, sizeof(DT));
+    constexpr bool dst_ok = detail::is_endpoint_v<std::remove_reference_t<Dst>>;
+    constexpr bool src_ok = detail::is_endpoint_v<std::remove_reference_t<Src>>;
+    static_assert(dst_ok && src_ok,
+                  "enqueue_copy: each side must be a DeviceBuffer, a HostBuffer, a slice of either, or a "
+                  "contiguous host range (std::span, std::vector, std::array). A raw pointer carries no "
+                  "size: wrap it as std::span(pointer, count)");
+    if constexpr (dst_ok && src_ok) {
+      using DT = detail::endpoint_element_t<std::remove_reference_t<Dst>>;
+      using ST = detail::endpoint_element_t<std::remove_reference_t<Src>>;
+      static_assert(!std::is_const_v<DT>, "enqueue_copy: the destination is read-only (const)");
+      static_assert(std::is_same_v<std::remove_const_t<DT>, std::remove_const_t<ST>>,
+                    "enqueue_copy: the element types of destination and source differ");
+      const auto d = detail::endpoint(dst);
+      const auto s = detail::endpoint(src);
+      detail::enqueue_copy(queue(), d.ref, s.ref, sizeof(DT));
+    }
   }
 
   /// Sets every element of `dst` (a DeviceBuffer, HostBuffer or slice) to `value`.
   template <class Dst, class V>
   void enqueue_memset(Dst&& dst, const V& value) {
-    using DT = detail::endpoint_element_t<std::remove_reference_t<Dst>>;
-    static_assert(!std::is_const_v<DT>, "enqueue_memset: the destination is read-only (const)");
-    static_assert(std::is_convertible_v<const V&, DT>, "enqueue_memset: the value does not convert to the element type");
-    const auto d = detail::endpoint(dst);
-    const DT v = static_cast<DT>(value);
-    detail::enqueue_fill(queue(), d.ref, &v, sizeof(DT));
+    constexpr bool dst_ok = detail::is_endpoint_v<std::remove_reference_t<Dst>>;
+    static_assert(dst_ok, "enqueue_memset: the destination must be a DeviceBuffer, a HostBuffer or a slice of "
+                          "either. A raw pointer carries no size");
+    if constexpr (dst_ok) {
+      using DT = detail::endpoint_element_t<std::remove_reference_t<Dst>>;
+      static_assert(!std::is_const_v<DT>, "enqueue_memset: the destination is read-only (const)");
+      static_assert(std::is_convertible_v<const V&, DT>,
+                    "enqueue_memset: the value does not convert to the element type");
+      const auto d = detail::endpoint(dst);
+      const DT v = static_cast<DT>(value);
+      detail::enqueue_fill(queue(), d.ref, &v, sizeof(DT));
+    }
   }
 
   /// Launches `Kernel` over `config.grid_dim` blocks of `config.block_dim` threads. Buffers

@@ -65,6 +65,12 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_span>(cfg, di);
 #elif defined(CASE_copy_different_element_types)
   ctx.enqueue_copy(d, di);
+#elif defined(CASE_copy_from_raw_pointer)
+  ctx.enqueue_copy(d, p);
+#elif defined(CASE_copy_into_raw_pointer)
+  ctx.enqueue_copy(p, d);
+#elif defined(CASE_memset_raw_pointer)
+  ctx.enqueue_memset(p, 1.0f);
 #elif defined(CASE_copy_into_const)
   const auto& cd = d;
   ctx.enqueue_copy(cd, h);

@@ -65,4 +65,8 @@ auto endpoint(R& range) {
 template <class X>
 using endpoint_element_t = typename decltype(endpoint(std::declval<X&>()))::element_type;
 
+/// True for what enqueue_copy / enqueue_memset accept: buffers, slices, contiguous host ranges.
+template <class X>
+inline constexpr bool is_endpoint_v = requires(X& x) { endpoint(x); };
+
 }  // namespace devctx::detail
