@@ -27,6 +27,7 @@
 #include <devctx/detail/cpu_state.hpp>
 
 #include "backends/cpu/block_run.hpp"
+#include "backends/cpu/fiber.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
 
@@ -37,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 using cpu::BlockFailure;
 
 constexpr std::size_t kSharedLimit = 48 * 1024;
+constexpr std::size_t kMinStackBytes = 16 * 1024;
+constexpr std::size_t kMaxStackBytes = 64 * 1024 * 1024;
 constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
 
 std::size_t env_size(const char* name, std::size_t fallback) {
@@ -354,6 +357,12 @@ class CpuDevice final : public DeviceImpl {
   CpuDevice() : pool_(std::make_shared<Pool>()) {
     const std::size_t workers = env_size("DEVCTX_CPU_THREADS", std::max(1u, std::thread::hardware_concurrency()));
     const std::size_t stack_bytes = env_size("DEVCTX_CPU_STACK_BYTES", 64 * 1024);
+    if (stack_bytes < kMinStackBytes || stack_bytes > kMaxStackBytes)
+      fail(Errc::invalid_argument, "DEVCTX_CPU_STACK_BYTES=", stack_bytes, " is outside ", bytes_text(kMinStackBytes),
+           " .. ", bytes_text(kMaxStackBytes), " (the stack of each GPU thread that reaches a barrier)");
+    // Each worker reserves address space for a stack per thread of the largest block; reserving it
+    // once here turns a failure into an error from the device's creation, not a dead worker.
+    { const cpu::StackPool probe(stack_bytes, cpu::kMaxBlockThreads + 1); }
     stack_bytes_ = stack_bytes;
     info_.api = Api::cpu;
     info_.id = 0;
