@@ -56,10 +56,10 @@ DEVCTX_KERNEL void throw_in_one_thread(devctx::span<unsigned> out, Dim3 bad_bloc
   if (g.x < out.size()) out[g.x] = 1;
 }
 
-#if !defined(__CUDA_ARCH__)
 /// Counts live instances: a failed block must unwind every started thread's frames.
 std::atomic<int> g_guards_alive{0};
 std::atomic<int> g_guards_made{0};
+#if !defined(__CUDA_ARCH__)
 struct Guard {
   Guard() {
     ++g_guards_alive;
