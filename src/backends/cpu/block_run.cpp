@@ -108,7 +108,7 @@ void BlockRun::enter_launch(const BlockTask& task) {
   per_thread_top_ = 0;
   // Consecutive blocks use alternate copies of shared memory: block b + 1's first phase then has
   // no memory dependence on block b's last ones (the same addresses would make the core wait for
-  // them), so the two overlap - worth 10-20% on a short reduction. Shared memory is undefined at
+  // them), so the two overlap - about 5-10% on a short reduction. Shared memory is undefined at
   // block start on a GPU too.
   shared_half_ ^= 1;
   std::byte* const base = shared_base();
