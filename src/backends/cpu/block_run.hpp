@@ -46,7 +46,6 @@ struct BlockTask {
   std::uint64_t launch_id = 0;
 };
 
-
 /// A failure inside a block: the error code and the full message.
 struct BlockFailure {
   Errc code = Errc::kernel_failed;

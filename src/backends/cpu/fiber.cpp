@@ -37,16 +37,8 @@ devctx_fiber_switch:
   pushq %r15
   subq $8, %rsp
   movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  addq $8, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  popq %rcx
-  jmpq *%rcx
+  movq %rsi, %rdi
+  jmp devctx_fiber_jump
   .size devctx_fiber_switch, .-devctx_fiber_switch
 
   .globl devctx_fiber_launch
