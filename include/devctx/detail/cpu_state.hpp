@@ -31,6 +31,9 @@ struct ThreadState {
   unsigned x_end = 0;
   Mode mode = Mode::none;
   BlockRun* block = nullptr;
+  /// The running block's barrier state while it executes cooperatively-capable code (read by the
+  /// assembly fast path of barrier(); see src/backends/cpu/block_run.hpp).
+  void* barrier_state = nullptr;
   std::byte* dynamic_shared = nullptr;
   std::size_t dynamic_shared_bytes = 0;
   /// The running launch's DEVCTX_SHARED arrays found so far (site -> address), so that the

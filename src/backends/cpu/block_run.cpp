@@ -2,7 +2,9 @@
 
 #include <cxxabi.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <type_traits>
 #include <cstring>
 #include <iterator>
 #include <exception>
@@ -58,6 +60,17 @@ void not_in_kernel(const char* function) {
 
 // ---- BlockRun -------------------------------------------------------------------------------
 
+// The assembly fast path of barrier() (fiber.cpp) reads these at fixed offsets.
+static_assert(std::is_standard_layout_v<BlockRun::BarrierState>);
+static_assert(offsetof(BlockRun::BarrierState, fast) == 0 && offsetof(BlockRun::BarrierState, n) == 4 &&
+              offsetof(BlockRun::BarrierState, first) == 8 && offsetof(BlockRun::BarrierState, remaining) == 12 &&
+              offsetof(BlockRun::BarrierState, shift) == 20 && offsetof(BlockRun::BarrierState, gen) == 24 &&
+              offsetof(BlockRun::BarrierState, fibers) == 32 && offsetof(BlockRun::BarrierState, stack_base) == 40,
+              "update devctx::detail::cpu::barrier() in fiber.cpp");
+static_assert(std::is_standard_layout_v<ThreadState> && offsetof(ThreadState, thread_idx) == 0 &&
+                  offsetof(ThreadState, barrier_state) == kBarrierStateOffset,
+              "update devctx::detail::cpu::barrier() in fiber.cpp");
+
 BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
     : stacks_(stack_bytes, kMaxBlockThreads + 1),
       shared_limit_(shared_limit),
@@ -66,14 +79,17 @@ BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
       warp_slots_(new (std::align_val_t{64}) std::byte[32 * 32 * kWarpSlotBytes]) {
   // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
   fiber_storage_.reset(new Fiber[kMaxBlockThreads + kPrefetchAhead]);
-  fibers_ = fiber_storage_.get();
-  stack_base_ = stacks_.base();
-  stack_shift_ = stacks_.shift();
+  bs_.fibers = fiber_storage_.get();
+  static_assert(sizeof(Fiber) == 32 && offsetof(Fiber, sp) == 0 && offsetof(Fiber, wait) == 8 &&
+                    offsetof(Fiber, idx) == 20 && kPrefetchAhead == 12,
+                "update devctx::detail::cpu::barrier() in fiber.cpp");
+  bs_.stack_base = stacks_.base();
+  bs_.shift = stacks_.shift();
 }
 
 void BlockRun::enter_launch(const BlockTask& task) {
   task_ = &task;
-  n_ = std::uint32_t(task.block_dim.volume());
+  bs_.n = std::uint32_t(task.block_dim.volume());
   if (sites_launch_ != task.launch_id) {
     sites_launch_ = task.launch_id;
     sites_.clear();
@@ -93,6 +109,7 @@ void BlockRun::enter_launch(const BlockTask& task) {
   tls.dynamic_shared = shared_base();
   tls.dynamic_shared_bytes = task.shared_bytes;
   tls.block = this;
+  tls.barrier_state = &bs_;
 }
 
 // The coordinates come as three integers so that they travel in registers (a Dim3 in memory,
@@ -134,7 +151,7 @@ bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64
   failed_ = false;
   aborting_ = false;
   cooperative_ = false;
-  fast_barrier_ = false;
+  bs_.fast = false;
   why_ = why;
   if (task.block_level) {
     tls.mode = Mode::block_level;
@@ -154,7 +171,7 @@ bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64
       tls.x_end = task.block_dim.x;
       tls.mode = Mode::plain;
       cooperative_ = false;
-      fast_barrier_ = false;
+      bs_.fast = false;
       devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
       (cooperative_ ? stats.cooperative : stats.plain) += 1;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
@@ -162,6 +179,7 @@ bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64
   }
   tls.mode = Mode::none;
   tls.block = nullptr;
+  tls.barrier_state = nullptr;
   if (failed_) failure = std::move(failure_);
   return !failed_;
 }
@@ -193,7 +211,7 @@ void BlockRun::thread_entry(void* self) {
 
 void BlockRun::start_aborting() {
   aborting_ = true;
-  fast_barrier_ = false;
+  bs_.fast = false;
 }
 
 void BlockRun::record_current_exception() {
@@ -220,23 +238,23 @@ void BlockRun::go_cooperative(const char* cause) {
   if (why_ != nullptr && why_->empty())
     *why_ = concat("thread ", to_string(t), " of block ", to_string(block_idx_), " reached ", cause);
   cooperative_ = true;
-  fast_barrier_ = !aborting_;
+  bs_.fast = !aborting_;
   tls.mode = Mode::cooperative;
   tls.x_end = t.x + 1;  // the plain loop ends after this thread
   // Threads before `first` have finished. `first` keeps the plain fiber; the others start when
   // the ring first reaches them, so nothing here is per thread.
-  first_ = first;
-  started_ = first + 1;
-  Fiber& f = fibers_[first];
-  f.next = first + 1 < n_ ? first + 1 : first;
+  bs_.first = first;
+  bs_.started = first + 1;
+  Fiber& f = fibers()[first];
+  f.next = first + 1 < bs_.n ? first + 1 : first;
   f.wait = kRunning;
   f.idx = t;
-  live_ = n_ - first;
-  remaining_ = live_;
-  gen_ += 2;  // gen_ - 1 was never waited at: no leftover `wait` matches a released waiter
-  const std::uint32_t warps = (n_ + 31) / 32;
+  bs_.live = bs_.n - first;
+  bs_.remaining = bs_.live;
+  bs_.gen += 2;  // bs_.gen - 1 was never waited at: no leftover `wait` matches a released waiter
+  const std::uint32_t warps = (bs_.n + 31) / 32;
   for (std::uint32_t w = 0; w < warps; ++w) {
-    const std::uint32_t begin = std::max(w * 32, first), end = std::min(w * 32 + 32, n_);
+    const std::uint32_t begin = std::max(w * 32, first), end = std::min(w * 32 + 32, bs_.n);
     warp_live_[w] = end > begin ? end - begin : 0;
     warp_arrived_[w] = 0;
     warp_gen_[w] = 0;
@@ -255,13 +273,13 @@ void BlockRun::go_cooperative(const char* cause) {
 [[gnu::always_inline]] inline std::uint32_t BlockRun::running_thread() const {
   std::uintptr_t sp;
   asm("movq %%rsp, %0" : "=r"(sp));
-  const auto stack = std::uint32_t((sp - stack_base_) >> stack_shift_);
-  return stack != 0 ? stack - 1 : first_;
+  const auto stack = std::uint32_t((sp - bs_.stack_base) >> bs_.shift);
+  return stack != 0 ? stack - 1 : bs_.first;
 }
 
 [[gnu::always_inline]] inline bool BlockRun::runnable(const Fiber& f, std::uint32_t j) const {
   switch (f.wait & kKindMask) {
-    case kAtBarrier: return aborting_ || f.wait != (kAtBarrier | gen_);
+    case kAtBarrier: return aborting_ || f.wait != (kAtBarrier | bs_.gen);
     case kAtWarp: return aborting_ || f.wait != (kAtWarp | warp_gen_[j / 32]);
     default: return false;  // running (only the current fiber) or exited
   }
@@ -273,8 +291,8 @@ void BlockRun::go_cooperative(const char* cause) {
 // where its stack was in an earlier block, which is where it will be again.
 [[gnu::always_inline]] inline void BlockRun::prefetch_ahead(std::uint32_t j) const {
   std::uint32_t k = j + kPrefetchAhead;
-  if (k >= n_) k -= n_ - first_;
-  const auto* sp = static_cast<const char*>(fibers_[k].sp);
+  if (k >= bs_.n) k -= bs_.n - bs_.first;
+  const auto* sp = static_cast<const char*>(fibers()[k].sp);
   __builtin_prefetch(sp);
   __builtin_prefetch(sp + 64);
 }
@@ -282,28 +300,28 @@ void BlockRun::go_cooperative(const char* cause) {
 // The C++ half of devctx::detail::cpu::barrier() (fiber.cpp): `sp` is the caller's suspended
 // frame. Returns the frame to resume - `sp` itself if the caller goes on.
 [[gnu::always_inline]] inline void* BlockRun::barrier_decide(void* sp) {
-  if (!fast_barrier_) [[unlikely]] {
+  if (!bs_.fast) [[unlikely]] {
     if (tls.mode == Mode::block_level)
       fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
                                 "already ends with a barrier, so call no barrier() of your own");
     if (aborting_) throw BlockAbort{};
     go_cooperative("barrier()");
   }
-  if (--remaining_ == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
-    remaining_ = live_;
-    ++gen_;
+  if (--bs_.remaining == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
+    bs_.remaining = bs_.live;
+    ++bs_.gen;
     return sp;
   }
   const std::uint32_t me = running_thread();
-  Fiber* const fibers = fibers_;
-  const std::uint64_t gen = gen_;
+  Fiber* const fibers = this->fibers();
+  const std::uint64_t gen = bs_.gen;
   fibers[me].sp = sp;
   fibers[me].wait = kAtBarrier | gen;
   std::uint32_t j = me + 1;
-  if (j == n_) j = first_;
+  if (j == bs_.n) j = bs_.first;
   const Fiber& to = fibers[j];
   // A thread released by the previous barrier waited at gen - 1. Not started, exited and warp-
-  // waiting threads never match (hence gen_ += 2 per block), so one comparison decides.
+  // waiting threads never match (hence bs_.gen += 2 per block), so one comparison decides.
   if (to.wait == (kAtBarrier | (gen - 1))) [[likely]] {
     prefetch_ahead(j);
     tls.thread_idx = to.idx;
@@ -326,31 +344,31 @@ extern "C" [[noreturn]] void devctx_throw_block_abort() { throw BlockAbort{}; }
 // runnable fiber in the ring, started on the spot if it has not run yet. nullptr if `me` itself
 // may go on (possible only once the block is aborting).
 FiberSp BlockRun::next_target(std::uint32_t me) {
-  std::uint32_t prev = me, j = fibers_[me].next;
+  std::uint32_t prev = me, j = fibers()[me].next;
   for (std::uint32_t steps = 0;; ++steps) {
-    if (j >= started_) return start_fiber(j);  // only the last started fiber links to one not started yet
-    const Fiber& f = fibers_[j];
+    if (j >= bs_.started) return start_fiber(j);  // only the last started fiber links to one not started yet
+    const Fiber& f = fibers()[j];
     if (f.wait == kExited && j != me) {
       j = f.next;
-      fibers_[prev].next = j;
+      fibers()[prev].next = j;
       continue;
     }
     if (runnable(f, j)) break;
-    if (steps > 2 * n_) report_divergence(me);  // every live thread waits and none can go on
+    if (steps > 2 * bs_.n) report_divergence(me);  // every live thread waits and none can go on
     prev = j;
     j = f.next;
   }
   prefetch_ahead(j);
-  tls.thread_idx = fibers_[j].idx;
+  tls.thread_idx = fibers()[j].idx;
   if (j == me) return nullptr;
-  if (aborting_) fiber_arm_abort(fibers_[j].sp);  // it unwinds instead of going on
-  return fibers_[j].sp;
+  if (aborting_) fiber_arm_abort(fibers()[j].sp);  // it unwinds instead of going on
+  return fibers()[j].sp;
 }
 
 FiberSp BlockRun::start_fiber(std::uint32_t j) {
-  started_ = j + 1;
-  Fiber& f = fibers_[j];
-  f.next = j + 1 < n_ ? j + 1 : first_;
+  bs_.started = j + 1;
+  Fiber& f = fibers()[j];
+  f.next = j + 1 < bs_.n ? j + 1 : bs_.first;
   f.wait = kRunning;
   // Coordinates computed in registers and written to both places from them: reading back a
   // Dim3 just written field by field would stall store forwarding on every fiber start.
@@ -376,35 +394,35 @@ void BlockRun::report_divergence(std::uint32_t me) {
     failed_ = true;
     failure_ = {Errc::kernel_failed,
                 concat("kernel '", task_->kernel, "' deadlocked in block ", to_string(block_idx_),
-                       ": barrier divergence - ", live_,
+                       ": barrier divergence - ", bs_.live,
                        " live thread(s) wait at different barriers or warp operations (thread ",
-                       to_string(fibers_[me].idx),
+                       to_string(fibers()[me].idx),
                        " among them). Every thread of a block must reach the same barrier() and "
                        "every lane of a warp the same warp operation.")};
   }
   start_aborting();
   // With aborting_ set every waiting fiber is runnable; resume one and unwind when resumed.
-  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers_[me].sp, target);
+  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers()[me].sp, target);
   throw BlockAbort{};
 }
 
 void BlockRun::exit_current() {
   const std::uint32_t me = running_thread();
-  fibers_[me].wait = kExited;
-  --live_;
+  fibers()[me].wait = kExited;
+  --bs_.live;
   const std::uint32_t w = me / 32;
   --warp_live_[w];
   // Exited threads no longer count at barriers (as on CUDA): if every other live thread has
   // arrived, the barrier is complete.
-  if (--remaining_ == 0 && live_ > 0) {
-    remaining_ = live_;
-    ++gen_;
+  if (--bs_.remaining == 0 && bs_.live > 0) {
+    bs_.remaining = bs_.live;
+    ++bs_.gen;
   }
   if (warp_arrived_[w] > 0 && warp_arrived_[w] == warp_live_[w]) {
     warp_arrived_[w] = 0;
     ++warp_gen_[w];
   }
-  devctx_fiber_jump(live_ == 0 ? scheduler_sp_ : next_target(me));  // nothing resumes an exited fiber
+  devctx_fiber_jump(bs_.live == 0 ? scheduler_sp_ : next_target(me));  // nothing resumes an exited fiber
 }
 
 void BlockRun::warp_sync() {
@@ -415,8 +433,8 @@ void BlockRun::warp_sync() {
     ++warp_gen_[w];
     return;
   }
-  fibers_[me].wait = kAtWarp | warp_gen_[w];
-  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers_[me].sp, target);
+  fibers()[me].wait = kAtWarp | warp_gen_[w];
+  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers()[me].sp, target);
   if (aborting_) throw BlockAbort{};
 }
 
@@ -439,7 +457,7 @@ unsigned BlockRun::warp_width() const {
   const Dim3 t = tls.thread_idx;
   const Dim3 d = task_->block_dim;
   const std::uint32_t rank = t.x + d.x * (t.y + d.y * t.z);
-  return std::min<std::uint32_t>(32, n_ - rank / 32 * 32);
+  return std::min<std::uint32_t>(32, bs_.n - rank / 32 * 32);
 }
 
 void* BlockRun::static_shared(const void* site, std::size_t bytes, std::size_t align) {

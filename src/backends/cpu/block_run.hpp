@@ -55,6 +55,9 @@ struct BlockFailure {
 /// Most threads in a block (the CPU device's max_threads_per_block).
 inline constexpr std::uint32_t kMaxBlockThreads = 1024;
 
+/// Offset of ThreadState::barrier_state, which the assembly in fiber.cpp hard-codes.
+inline constexpr std::size_t kBarrierStateOffset = 0x40;
+
 /// How many fibers ahead a switch prefetches (measured: 1 leaves most TLB misses exposed).
 inline constexpr std::uint32_t kPrefetchAhead = 12;
 
@@ -118,6 +121,7 @@ class BlockRun {
   void record_current_exception();
   void start_aborting();
   [[nodiscard]] std::uint32_t running_thread() const;
+  [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
   [[nodiscard]] FiberSp next_target(std::uint32_t me);
   [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
@@ -125,24 +129,35 @@ class BlockRun {
   [[noreturn]] void exit_current();
   [[noreturn]] void report_divergence(std::uint32_t me);
 
-  // What a barrier reads, together at the start of the object.
-  bool fast_barrier_ = false;  // cooperative and not aborting
   bool cooperative_ = false;
   bool aborting_ = false;
   bool failed_ = false;
-  std::uint32_t n_ = 0;
-  // Fibers run in ring order first_, first_ + 1, ..., n_ - 1, first_, ...; those from started_ on
-  // have not run yet (threads before first_ finished in the plain loop before any barrier).
-  std::uint32_t first_ = 0;
-  std::uint32_t started_ = 0;
-  std::uint32_t live_ = 0;       // threads of the ring that have not exited
-  std::uint32_t remaining_ = 0;  // live threads yet to reach the current barrier
-  /// Barrier generation. It only grows, across blocks too, so that a fiber's `wait` left over
-  /// from an earlier block can never look like a waiter released by this block's last barrier.
-  std::uint64_t gen_ = 2;
-  Fiber* fibers_ = nullptr;
-  std::uintptr_t stack_base_ = 0;
-  unsigned stack_shift_ = 0;
+
+ public:
+  /// What a barrier reads and writes, in one standard-layout block: the assembly fast path of
+  /// barrier() (fiber.cpp) uses these fields at fixed offsets, checked by static_asserts in
+  /// block_run.cpp.
+  struct BarrierState {
+    std::uint8_t fast = 0;        // 0: cooperative and not aborting
+    std::uint8_t unused[3] = {};
+    std::uint32_t n = 0;          // 4: threads in the block
+    // Fibers run in ring order first, first + 1, ..., n - 1, first, ...; those from `started`
+    // on have not run yet (threads before `first` finished in the plain loop before any barrier).
+    std::uint32_t first = 0;      // 8
+    std::uint32_t remaining = 0;  // 12: live threads yet to reach the current barrier
+    std::uint32_t live = 0;       // 16: threads of the ring that have not exited
+    std::uint32_t shift = 0;      // 20: log2 of a stack slot
+    /// 24: barrier generation. It only grows, across blocks too, so that a fiber's `wait` left
+    /// over from an earlier block can never look like a waiter released by this block's last
+    /// barrier.
+    std::uint64_t gen = 2;
+    void* fibers = nullptr;       // 32: Fiber[kMaxBlockThreads + kPrefetchAhead]
+    std::uintptr_t stack_base = 0;  // 40
+    std::uint32_t started = 0;    // 48
+  };
+
+ private:
+  BarrierState bs_;
 
   StackPool stacks_;
   std::unique_ptr<Fiber[]> fiber_storage_;

@@ -81,9 +81,12 @@ devctx_fiber_start:
   ud2
   .size devctx_fiber_start, .-devctx_fiber_start
 
-# devctx::detail::cpu::barrier(), called by kernels: saves the caller's registers, lets
-# devctx_barrier_decide (C++, may throw: hence the CFI) pick the fiber to run, and resumes it -
-# the caller itself when it was the last to arrive.
+# devctx::detail::cpu::barrier(), called by kernels. Saves the caller's registers, then either
+# takes the common case itself - the block runs cooperatively, this thread is not the last to
+# arrive, it is not on stack 0 or the last of the ring, and the next thread was released by the
+# previous barrier - or asks devctx_barrier_decide (C++, may throw: hence the CFI), which handles
+# everything. Offsets: BlockRun::BarrierState, BlockRun::Fiber and ThreadState, all checked by
+# static_asserts in block_run.cpp. The fast path changes nothing before it has decided.
   .globl _ZN6devctx6detail3cpu7barrierEv
   .type _ZN6devctx6detail3cpu7barrierEv, @function
 _ZN6devctx6detail3cpu7barrierEv:
@@ -108,9 +111,57 @@ _ZN6devctx6detail3cpu7barrierEv:
   .cfi_rel_offset %r15, 0
   subq $8, %rsp
   .cfi_adjust_cfa_offset 8
+  movq _ZN6devctx6detail3cpu3tlsE@gottpoff(%rip), %r11
+  movq %fs:0x40(%r11), %rdi        # BarrierState* (ThreadState::barrier_state)
+  testq %rdi, %rdi
+  jz .Lbarrier_slow
+  cmpb $0, (%rdi)                  # fast
+  je .Lbarrier_slow
+  cmpl $1, 12(%rdi)                # remaining: the last to arrive goes the slow way
+  jbe .Lbarrier_slow
+  movq %rsp, %rdx                  # stack slot of this fiber = thread + 1
+  subq 40(%rdi), %rdx              # stack_base
+  movl 20(%rdi), %ecx              # shift
+  shrq %cl, %rdx
+  testl %edx, %edx                 # stack 0: the thread that kept the plain fiber
+  jz .Lbarrier_slow
+  cmpl 4(%rdi), %edx               # next thread = slot number; == n: the ring wraps
+  jae .Lbarrier_slow
+  movq 32(%rdi), %r9               # fibers
+  movl %edx, %r8d
+  shlq $5, %r8
+  addq %r9, %r8                    # &fibers[next]
+  movq 24(%rdi), %r10              # gen
+  leaq -1(%r10), %rax
+  btsq $62, %rax                   # kAtBarrier | (gen - 1): released by the previous barrier
+  cmpq %rax, 8(%r8)
+  jne .Lbarrier_slow
+  decl 12(%rdi)                    # remaining
+  leaq -32(%r8), %rax              # &fibers[me]
+  movq %rsp, (%rax)
+  btsq $62, %r10
+  movq %r10, 8(%rax)               # wait = kAtBarrier | gen
+  movq 20(%r8), %rcx               # tls.thread_idx = fibers[next].idx
+  movq %rcx, %fs:(%r11)
+  movl 28(%r8), %ecx
+  movl %ecx, %fs:8(%r11)
+  leal 12(%rdx), %ecx              # prefetch the stack of the fiber 12 places on (kPrefetchAhead)
+  cmpl 4(%rdi), %ecx
+  jb 1f
+  subl 4(%rdi), %ecx
+  addl 8(%rdi), %ecx
+1:
+  shlq $5, %rcx
+  movq (%r9,%rcx), %rcx
+  prefetcht0 (%rcx)
+  prefetcht0 64(%rcx)
+  movq (%r8), %rsp
+  jmp .Lbarrier_resume
+.Lbarrier_slow:
   movq %rsp, %rdi
   call devctx_barrier_decide
   movq %rax, %rsp
+.Lbarrier_resume:
   addq $8, %rsp
   popq %r15
   popq %r14
