@@ -31,6 +31,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -367,13 +368,13 @@ double median_of(std::vector<double> v) {
     return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
-// Runs one kernel: checked warm-up first (a wrong kernel is not timed), then
-// the remaining warm-ups and the timed repetitions.
-Cell measure(const std::string& label, const KernelFn& fn, AlignedFloats& output,
-             const std::function<std::string()>& check, double work_per_run, const Options& opt) {
-    Cell cell;
+// Checks one kernel of one implementation: poisoned output, one run, the result compared with
+// the reference (a wrong kernel is not timed), then the remaining warm-ups. Returns the cell's
+// state: measured (ready to be timed), failed or not_available.
+Cell::State check_kernel(const std::string& label, const KernelFn& fn, AlignedFloats& output,
+                         const std::function<std::string()>& check, const Options& opt) {
     if (!fn.run) {
-        return cell;
+        return Cell::State::not_available;
     }
     poison(output);
     fn.run();
@@ -383,27 +384,49 @@ Cell measure(const std::string& label, const KernelFn& fn, AlignedFloats& output
     const std::string error = check();
     if (!error.empty()) {
         std::fprintf(stderr, "FAILED %s: %s\n", label.c_str(), error.c_str());
-        cell.state = Cell::State::failed;
-        return cell;
+        return Cell::State::failed;
     }
     for (int i = 1; i < opt.warmup; ++i) {
         fn.run();
     }
-    std::vector<double> seconds;
-    seconds.reserve(static_cast<std::size_t>(opt.reps));
-    for (int i = 0; i < opt.reps; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        fn.run();
-        const auto stop = std::chrono::steady_clock::now();
-        seconds.push_back(std::chrono::duration<double>(stop - start).count());
+    return Cell::State::measured;
+}
+
+// Times one kernel across all implementations with their repetitions interleaved (rep 1 of
+// every implementation, then rep 2, ...), so that the machine's drift - its memory bandwidth
+// moves by 2x over seconds here - affects every row alike and the ratios stay comparable.
+void time_kernel(int kernel, const std::vector<Impl>& impls, std::vector<std::array<Cell, 3>>& results,
+                 double work_per_run, const Options& opt) {
+    const auto fn_of = [kernel](const Impl& impl) -> const KernelFn& {
+        return kernel == 0 ? impl.k1 : kernel == 1 ? impl.k2 : impl.k3;
+    };
+    std::vector<std::vector<double>> seconds(impls.size());
+    for (int rep = 0; rep < opt.reps; ++rep) {
+        for (std::size_t r = 0; r < impls.size(); ++r) {
+            if (results[r][kernel].state != Cell::State::measured) {
+                continue;
+            }
+            // OpenMP's threads spin for a while after a parallel region; a pause lets any
+            // implementation's idle threads go to sleep before the next one is timed.
+            std::this_thread::sleep_for(std::chrono::milliseconds(3));
+            const auto start = std::chrono::steady_clock::now();
+            fn_of(impls[r]).run();
+            const auto stop = std::chrono::steady_clock::now();
+            seconds[r].push_back(std::chrono::duration<double>(stop - start).count());
+        }
     }
-    cell.state = Cell::State::measured;
-    cell.median_s = median_of(seconds);
-    cell.min_s = *std::min_element(seconds.begin(), seconds.end());
-    cell.max_s = *std::max_element(seconds.begin(), seconds.end());
-    cell.rate = work_per_run / cell.median_s / 1e9;
-    std::fprintf(stderr, "  %-28s median %9.3f ms\n", label.c_str(), cell.median_s * 1e3);
-    return cell;
+    for (std::size_t r = 0; r < impls.size(); ++r) {
+        Cell& cell = results[r][kernel];
+        if (cell.state != Cell::State::measured) {
+            continue;
+        }
+        cell.median_s = median_of(seconds[r]);
+        cell.min_s = *std::min_element(seconds[r].begin(), seconds[r].end());
+        cell.max_s = *std::max_element(seconds[r].begin(), seconds[r].end());
+        cell.rate = work_per_run / cell.median_s / 1e9;
+        std::fprintf(stderr, "  %-28s median %9.3f ms\n", (impls[r].name + " K" + std::to_string(kernel + 1)).c_str(),
+                     cell.median_s * 1e3);
+    }
 }
 
 std::string format_cell(const Cell& cell, int width) {
@@ -444,18 +467,20 @@ int run_benchmark(const Options& opt) {
     const double k2_work = static_cast<double>(w.k2_n);
     const double k3_work = 2.0 * std::pow(static_cast<double>(w.k3_n), 3);
 
-    std::vector<std::array<Cell, 3>> results;
+    std::vector<std::array<Cell, 3>> results(impls.size());
     bool any_failed = false;
-    for (const Impl& impl : impls) {
-        std::array<Cell, 3> row;
-        row[0] = measure(impl.name + " K1", impl.k1, w.k1_out, [&] { return check_k1(w); }, k1_work, opt);
-        row[1] = measure(impl.name + " K2", impl.k2, w.k2_sums, [&] { return check_k2(w, ref); }, k2_work, opt);
-        row[2] = measure(impl.name + " K3", impl.k3, w.k3_c, [&] { return check_k3(w, ref); }, k3_work, opt);
-        for (const Cell& cell : row) {
+    for (std::size_t r = 0; r < impls.size(); ++r) {
+        const Impl& impl = impls[r];
+        results[r][0].state = check_kernel(impl.name + " K1", impl.k1, w.k1_out, [&] { return check_k1(w); }, opt);
+        results[r][1].state = check_kernel(impl.name + " K2", impl.k2, w.k2_sums, [&] { return check_k2(w, ref); }, opt);
+        results[r][2].state = check_kernel(impl.name + " K3", impl.k3, w.k3_c, [&] { return check_k3(w, ref); }, opt);
+        for (const Cell& cell : results[r]) {
             any_failed = any_failed || cell.state == Cell::State::failed;
         }
-        results.push_back(row);
     }
+    time_kernel(0, impls, results, k1_work, opt);
+    time_kernel(1, impls, results, k2_work, opt);
+    time_kernel(2, impls, results, k3_work, opt);
 
     std::size_t name_width = 14;
     for (const Impl& impl : impls) {
