@@ -1,4 +1,4 @@
-// src/backends/cpu/block_run.hpp - executes one block of a kernel on the calling worker.
+// src/backends/cpu/block_run.hpp - executes a range of blocks of a kernel on the calling worker.
 //
 // Three paths (docs/cpu-backend.md explains them and their costs):
 //  * plain: the block's threads run one after another as a loop (cpu_run_block), on a fiber
