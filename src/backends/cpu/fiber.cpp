@@ -162,6 +162,8 @@ _ZN6devctx6detail3cpu7barrierEv:
   call devctx_barrier_decide
   movq %rax, %rsp
 .Lbarrier_resume:
+  # The same pops as devctx_fiber_jump, repeated rather than jumped to: sharing that code cost
+  # 0.3 ns per barrier (6.4 -> 6.7 ns, devctx_bench_cpu_costs).
   addq $8, %rsp
   popq %r15
   popq %r14
