@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 #include <numeric>
+#include <random>
+#include <tuple>
 #include <vector>
 
 using devctx::Dim3;
@@ -668,22 +671,29 @@ std::vector<float> matmul_reference(const std::vector<float>& a, const std::vect
     }
   return c;
 }
+using MatmulShape = std::tuple<unsigned, unsigned, unsigned>;  // m, n, k
+
+/// Multiplies random small-integer matrices of each shape (every sum is exact, whatever the
+/// order of additions) with `Kernel`, a tiled matmul taking (a, b, c, m, n, k) launched over
+/// kTile x kTile blocks, and checks every element against the host reference.
+template <auto Kernel>
+void check_tiled_matmul(devctx::DeviceContext& ctx, std::mt19937_64& rng, std::initializer_list<MatmulShape> shapes) {
+  for (const auto& [m, n, k] : shapes) {
+    SCOPED_TRACE(testing::Message() << m << "x" << k << " * " << k << "x" << n);
+    const auto a = devctx_test::random_small_ints<float>(rng, std::size_t(m) * k, -8, 8);
+    const auto b = devctx_test::random_small_ints<float>(rng, std::size_t(k) * n, -8, 8);
+    auto da = upload(ctx, a);
+    auto db = upload(ctx, b);
+    auto dc = poisoned_buffer<float>(ctx, std::size_t(m) * n);
+    const Dim3 grid{(n + kTile - 1) / kTile, (m + kTile - 1) / kTile};
+    ctx.enqueue_function<Kernel>({.grid_dim = grid, .block_dim = {kTile, kTile}}, da, db, dc, m, n, k);
+    ASSERT_TRUE(devctx_test::all_equal(matmul_reference(a, b, m, n, k), download(ctx, dc)));
+  }
+}
 }  // namespace
 
 TEST_P(Barriers, TiledMatmulWithSharedTiles) {
-  for (const auto& [m, n, k] : {std::tuple{37u, 45u, 29u}, std::tuple{64u, 64u, 64u}, std::tuple{1u, 17u, 100u},
-                                std::tuple{90u, 3u, 1u}}) {
-    SCOPED_TRACE(testing::Message() << m << "x" << k << " * " << k << "x" << n);
-    // Small integers: every sum is exact, whatever the order of additions.
-    const auto a = devctx_test::random_small_ints<float>(rng, std::size_t(m) * k, -8, 8);
-    const auto b = devctx_test::random_small_ints<float>(rng, std::size_t(k) * n, -8, 8);
-    auto da = upload(ctx(), a);
-    auto db = upload(ctx(), b);
-    auto dc = poisoned_buffer<float>(ctx(), std::size_t(m) * n);
-    const Dim3 grid{(n + kTile - 1) / kTile, (m + kTile - 1) / kTile};
-    ctx().enqueue_function<matmul_tiled>({.grid_dim = grid, .block_dim = {kTile, kTile}}, da, db, dc, m, n, k);
-    ASSERT_TRUE(devctx_test::all_equal(matmul_reference(a, b, m, n, k), download(ctx(), dc)));
-  }
+  check_tiled_matmul<matmul_tiled>(ctx(), rng, {{37u, 45u, 29u}, {64u, 64u, 64u}, {1u, 17u, 100u}, {90u, 3u, 1u}});
 }
 
 TEST_P(Barriers, DynamicSharedMemoryBesideStaticShared) {
@@ -889,17 +899,7 @@ TEST_P(BlockLevel, InclusiveScanWithPerThreadValues) {
 }
 
 TEST_P(BlockLevel, TiledMatmul) {
-  for (const auto& [m, n, k] : {std::tuple{37u, 45u, 29u}, std::tuple{64u, 64u, 64u}, std::tuple{5u, 70u, 33u}}) {
-    SCOPED_TRACE(testing::Message() << m << "x" << k << " * " << k << "x" << n);
-    const auto a = devctx_test::random_small_ints<float>(rng, std::size_t(m) * k, -8, 8);
-    const auto b = devctx_test::random_small_ints<float>(rng, std::size_t(k) * n, -8, 8);
-    auto da = upload(ctx(), a);
-    auto db = upload(ctx(), b);
-    auto dc = poisoned_buffer<float>(ctx(), std::size_t(m) * n);
-    const Dim3 grid{(n + kTile - 1) / kTile, (m + kTile - 1) / kTile};
-    ctx().enqueue_function<blk_matmul>({.grid_dim = grid, .block_dim = {kTile, kTile}}, da, db, dc, m, n, k);
-    ASSERT_TRUE(devctx_test::all_equal(matmul_reference(a, b, m, n, k), download(ctx(), dc)));
-  }
+  check_tiled_matmul<blk_matmul>(ctx(), rng, {{37u, 45u, 29u}, {64u, 64u, 64u}, {5u, 70u, 33u}});
 }
 
 TEST_P(BlockLevel, ThreadsAndIndicesIn3D) {
