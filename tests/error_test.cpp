@@ -72,21 +72,24 @@ struct Guard {
 #endif
 
 /// Every thread holds a Guard across several barriers (two call sites, a warp operation); one
-/// thread throws in round `bad_round`, while the others wait at a barrier or a warp operation.
-DEVCTX_KERNEL void throw_while_others_wait(devctx::span<int> out, unsigned bad_thread, unsigned bad_round) {
+/// thread of block `bad_block` throws in round `bad_round` (round 0: before any barrier), while
+/// the others wait at a barrier or a warp operation, or have not started.
+DEVCTX_KERNEL void throw_while_others_wait(devctx::span<int> out, unsigned bad_block, unsigned bad_thread,
+                                           unsigned bad_round) {
 #if !defined(__CUDA_ARCH__)
   const Guard guard;
   const unsigned t = devctx::thread_idx().x;
+  const bool bad = devctx::block_idx().x == bad_block && t == bad_thread;
   int v = int(t);
   for (unsigned round = 0; round < 4; ++round) {
+    if (bad && round == bad_round) throw std::runtime_error("failure while others wait");
     devctx::barrier();
-    if (t == bad_thread && round == bad_round) throw std::runtime_error("failure while others wait");
     v = devctx::warp_sum(v) % 1000;
     devctx::barrier();
   }
   out[devctx::global_idx().x] = v;
 #else
-  (void)out, (void)bad_thread, (void)bad_round;
+  (void)out, (void)bad_block, (void)bad_thread, (void)bad_round;
 #endif
 }
 
@@ -448,19 +451,27 @@ TEST_P(KernelFailures, LaterWorkStillRunsAndLaterFailuresAreCounted) {
 
 TEST_P(KernelFailures, AFailedBlockUnwindsEveryWaitingThread) {
   if (!on_cpu()) GTEST_SKIP() << "device code cannot throw";
+  // Block 0 is the first of its worker's range of blocks; with 100 blocks, block 50 runs in
+  // fibers parked by the blocks before it.
+  const unsigned blocks = 100;
+  for (const unsigned bad_block : {0u, 50u}) {
   for (const unsigned bad_thread : {0u, 77u, 255u}) {
     for (const unsigned bad_round : {0u, 2u}) {
-      SCOPED_TRACE(testing::Message() << "thread " << bad_thread << ", round " << bad_round);
+      SCOPED_TRACE(testing::Message() << "block " << bad_block << ", thread " << bad_thread << ", round " << bad_round);
       g_guards_made = 0;
-      auto out = poisoned_buffer<int>(ctx(), 3 * 256);
-      ctx().enqueue_function<throw_while_others_wait>({.grid_dim = 3, .block_dim = 256}, out, bad_thread, bad_round);
+      auto out = poisoned_buffer<int>(ctx(), blocks * 256);
+      ctx().enqueue_function<throw_while_others_wait>({.grid_dim = blocks, .block_dim = 256}, out, bad_block,
+                                                      bad_thread, bad_round);
       const auto e = error_of([&] { ctx().synchronize(); });
       ASSERT_TRUE(e);
       EXPECT_THAT(e->what(), HasSubstr("failure while others wait"));
+      EXPECT_THAT(e->what(), HasSubstr("block (" + std::to_string(bad_block) + ", 0, 0), thread (" +
+                                       std::to_string(bad_thread) + ", 0, 0)"));
       EXPECT_GT(g_guards_made.load(), 0);
       EXPECT_EQ(g_guards_alive.load(), 0) << "threads left without unwinding their frames";
       expect_usable(ctx());
     }
+  }
   }
 }
 

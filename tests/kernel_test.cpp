@@ -128,6 +128,10 @@ DEVCTX_KERNEL void staggered_exits(devctx::span<const unsigned> exit_after, devc
   const std::size_t g = std::size_t(devctx::block_idx().x) * n + t;
   unsigned value = t + 1;
   s[t] = value;
+  if (exit_after[g] == 0) {  // leaves before the first barrier
+    out[g] = value;
+    return;
+  }
   devctx::barrier();
   for (unsigned r = 1; r < rounds; ++r) {
     if (r == exit_after[g]) {
@@ -587,32 +591,40 @@ TEST_P(Barriers, BlockReductionWithEarlyExitingTailThreads) {
 
 TEST_P(Barriers, ThreadsExitingAtDifferentRoundsLeaveTheRestRunning) {
   // Exercises the CPU scheduler's ring: exited fibers skipped, fibers started late, one thread
-  // left alone, 2-D blocks, and many launches in a row (barrier generations carry over).
+  // left alone, 2-D blocks, and many launches in a row (barrier generations carry over). With
+  // 100 blocks every CPU worker runs several blocks in a row, so fibers parked at the end of one
+  // block start the next, including after blocks in which no thread reached a barrier.
   const unsigned rounds = 9;
   struct Shape {
-    unsigned x, y, blocks;
+    unsigned x, y;
   };
-  for (const Shape shape : {Shape{1, 1, 3}, Shape{33, 1, 4}, Shape{256, 1, 6}, Shape{16, 8, 5}, Shape{1024, 1, 2}}) {
+  const unsigned blocks = 100;
+  for (const Shape shape : {Shape{1, 1}, Shape{33, 1}, Shape{256, 1}, Shape{16, 8}, Shape{1024, 1}}) {
     const unsigned n = shape.x * shape.y;
-    for (int pattern = 0; pattern < 4; ++pattern) {
+    for (const int pattern : {4, 5, 0, 1, 2, 3}) {  // 4 first: fibers that never ran with this shape
       SCOPED_TRACE(testing::Message() << "block " << shape.x << "x" << shape.y << ", pattern " << pattern);
-      std::vector<unsigned> exit_after(std::size_t(n) * shape.blocks);
+      std::vector<unsigned> exit_after(std::size_t(n) * blocks);
       std::uniform_int_distribution<unsigned> round(1, rounds);
       for (std::size_t g = 0; g < exit_after.size(); ++g) {
-        const unsigned t = unsigned(g % n);
+        const unsigned t = unsigned(g % n), b = unsigned(g / n);
         switch (pattern) {
           case 0: exit_after[g] = round(rng); break;                  // random
           case 1: exit_after[g] = t == n / 2 ? rounds : 1; break;     // all but one leave at once
           case 2: exit_after[g] = t % 2 == 0 ? 2 + t % 5 : rounds; break;  // every other thread, staggered
-          default: exit_after[g] = rounds - (t % rounds); break;      // thread 0 never leaves
+          case 3: exit_after[g] = rounds - (t % rounds); break;       // thread 0 never leaves
+          case 4: exit_after[g] = t < (b * 37) % n ? 0 : round(rng); break;  // a block-dependent head leaves at once
+          default: exit_after[g] = b % 3 == 1 ? 0 : round(rng); break;  // every third block reaches no barrier
         }
       }
       // Host model of the kernel.
       std::vector<unsigned> expect(exit_after.size());
-      for (unsigned b = 0; b < shape.blocks; ++b) {
+      for (unsigned b = 0; b < blocks; ++b) {
         std::vector<unsigned> value(n), s(n);
-        std::vector<bool> live(n, true);
-        for (unsigned t = 0; t < n; ++t) s[t] = value[t] = t + 1;
+        std::vector<bool> live(n);
+        for (unsigned t = 0; t < n; ++t) {
+          s[t] = value[t] = t + 1;
+          live[t] = exit_after[std::size_t(b) * n + t] != 0;
+        }
         for (unsigned r = 1; r < rounds; ++r) {
           for (unsigned t = 0; t < n; ++t)
             if (live[t] && exit_after[std::size_t(b) * n + t] == r) live[t] = false;
@@ -625,7 +637,7 @@ TEST_P(Barriers, ThreadsExitingAtDifferentRoundsLeaveTheRestRunning) {
       }
       auto d_exit = upload(ctx(), exit_after);
       auto out = poisoned_buffer<unsigned>(ctx(), exit_after.size());
-      ctx().enqueue_function<staggered_exits>({.grid_dim = shape.blocks, .block_dim = {shape.x, shape.y}}, d_exit, out,
+      ctx().enqueue_function<staggered_exits>({.grid_dim = blocks, .block_dim = {shape.x, shape.y}}, d_exit, out,
                                               rounds);
       ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
     }
@@ -785,7 +797,7 @@ DEVCTX_INSTANTIATE_BACKEND_TESTS(Warps);
 
 TEST_P(Warps, SumsShufflesAndScans) {
   const std::pair<Dim3, Dim3> shapes[] = {{{3}, {32}}, {{2}, {64}}, {{2}, {1024}}, {{2, 2}, {8, 4, 2}}, {{1, 1, 3}, {16, 6}},
-                                          {{5}, {96}}};
+                                          {{5}, {96}}, {{100}, {96}}, {{33, 2}, {8, 4, 2}}};  // many blocks per CPU worker
   for (const auto& [grid, block] : shapes) {
     SCOPED_TRACE(testing::Message() << "block (" << block.x << "," << block.y << "," << block.z << ")");
     const std::size_t total = grid.volume() * block.volume();

@@ -166,15 +166,27 @@ bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64
     }
     stats.block_level += b - begin;
   } else {
+    // After a block that synchronised, its fibers are parked at their threads' ends and the next
+    // block starts in them (run_parked). After a block that did not, the next starts as a loop.
+    bool parked = false;
     for (std::uint64_t b = begin; b < end && !failed_ && !stop.load(std::memory_order_relaxed); ++b, step()) {
       set_block(x, y, z);
-      tls.x_end = task.block_dim.x;
-      tls.mode = Mode::plain;
-      cooperative_ = false;
-      bs_.fast = false;
-      devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
+      warp_synced_ = false;
+      bool synced = true;
+      if (parked) {
+        const std::uint64_t gen = bs_.gen;
+        run_parked();
+        synced = bs_.gen != gen + 2 || warp_synced_;  // run_parked adds 2; each completed barrier 1 more
+      } else {
+        tls.x_end = task.block_dim.x;
+        tls.mode = Mode::plain;
+        cooperative_ = false;
+        bs_.fast = false;
+        devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
+      }
       (cooperative_ ? stats.cooperative : stats.plain) += 1;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
+      parked = cooperative_ && synced && !failed_;
     }
   }
   tls.mode = Mode::none;
@@ -196,17 +208,71 @@ void BlockRun::plain_entry(void* self) {
   b->exit_current();
 }
 
-void BlockRun::thread_entry(void* self) {
+// A cooperative thread's fiber runs this loop: one GPU thread per iteration, the same thread
+// index in each block of the range. Between two iterations the fiber is parked in
+// finish_thread(); run_parked() resumes it for the next block exactly as a barrier resumes a
+// waiting thread, so starting and ending a thread costs about as much as one barrier.
+void BlockRun::thread_loop(void* self) {
   auto* b = static_cast<BlockRun*>(self);
-  if (!b->aborting_) {
+  for (;;) {
+    if (!b->aborting_) {
+      try {
+        b->task_->run_thread(b->task_->args);
+      } catch (const BlockAbort&) {
+      } catch (...) {
+        b->record_current_exception();
+      }
+    }
     try {
-      b->task_->run_thread(b->task_->args);
+      b->finish_thread();
     } catch (const BlockAbort&) {
-    } catch (...) {
-      b->record_current_exception();
+      // A parked fiber resumed to unwind: its block failed before this thread started. The next
+      // iteration sees aborting_ and finishes it at once.
     }
   }
-  b->exit_current();
+}
+
+Dim3 BlockRun::thread_coords(std::uint32_t j) const {
+  const Dim3 d = task_->block_dim;
+  if (d.y == 1 && d.z == 1) return {j, 0, 0};
+  return {j % d.x, (j / d.x) % d.y, j / (d.x * d.y)};
+}
+
+// Runs the current block in the fibers parked by the previous one (thread j in fiber j). Every
+// fiber looks like a thread released by the previous barrier, so the block's first barrier
+// switches into the next thread's fiber on the assembly fast path.
+void BlockRun::run_parked() {
+  const std::uint32_t n = bs_.n;
+  cooperative_ = true;
+  bs_.fast = !aborting_;
+  tls.mode = Mode::cooperative;
+  bs_.first = 0;
+  bs_.started = n;
+  bs_.live = n;
+  bs_.remaining = n;
+  bs_.gen += 2;
+  Fiber* const f = fibers();
+  for (std::uint32_t j = 0; j < parked_from_; ++j) {  // not run yet in this range: start afresh
+    f[j].sp = fiber_prepare(stacks_.top(j + 1), &thread_loop, this);
+    f[j].idx = thread_coords(j);
+  }
+  parked_from_ = 0;
+  const std::uint64_t released = kAtBarrier | (bs_.gen - 1);
+  for (std::uint32_t j = 0; j < n; ++j) {
+    f[j].wait = released;
+    f[j].next = j + 1;
+  }
+  f[n - 1].next = 0;
+  f[0].wait = kRunning;
+  const std::uint32_t warps = (n + 31) / 32;
+  for (std::uint32_t w = 0; w < warps; ++w) {
+    warp_live_[w] = std::min(w * 32 + 32, n) - w * 32;
+    warp_arrived_[w] = 0;
+    warp_gen_[w] = 0;
+  }
+  prefetch_ahead(0);
+  tls.thread_idx = f[0].idx;
+  devctx_fiber_switch(&scheduler_sp_, f[0].sp);
 }
 
 void BlockRun::start_aborting() {
@@ -245,6 +311,7 @@ void BlockRun::go_cooperative(const char* cause) {
   // the ring first reaches them, so nothing here is per thread.
   bs_.first = first;
   bs_.started = first + 1;
+  parked_from_ = first + 1;  // fibers after `first` park at their ends; the ones up to it never ran
   Fiber& f = fibers()[first];
   f.next = first + 1 < bs_.n ? first + 1 : first;
   f.wait = kRunning;
@@ -370,21 +437,10 @@ FiberSp BlockRun::start_fiber(std::uint32_t j) {
   Fiber& f = fibers()[j];
   f.next = j + 1 < bs_.n ? j + 1 : bs_.first;
   f.wait = kRunning;
-  // Coordinates computed in registers and written to both places from them: reading back a
-  // Dim3 just written field by field would stall store forwarding on every fiber start.
-  const Dim3 d = task_->block_dim;
-  const bool one_d = d.y == 1 && d.z == 1;
-  const unsigned x = one_d ? j : j % d.x;
-  const unsigned y = one_d ? 0 : (j / d.x) % d.y;
-  const unsigned z = one_d ? 0 : j / (d.x * d.y);
-  f.idx.x = x;
-  f.idx.y = y;
-  f.idx.z = z;
-  tls.thread_idx.x = x;
-  tls.thread_idx.y = y;
-  tls.thread_idx.z = z;
+  f.idx = thread_coords(j);
+  tls.thread_idx = f.idx;
   prefetch_ahead(j);
-  return fiber_prepare(stacks_.top(j + 1), &thread_entry, this);
+  return fiber_prepare(stacks_.top(j + 1), &thread_loop, this);
 }
 
 void BlockRun::report_divergence(std::uint32_t me) {
@@ -406,8 +462,33 @@ void BlockRun::report_divergence(std::uint32_t me) {
   throw BlockAbort{};
 }
 
-void BlockRun::exit_current() {
+// The thread that kept the plain fiber has finished; nothing resumes that fiber.
+void BlockRun::exit_current() { devctx_fiber_jump(leave_block(running_thread())); }
+
+// A fiber's thread has finished: park the fiber until the next block (see thread_loop).
+void BlockRun::finish_thread() {
   const std::uint32_t me = running_thread();
+  Fiber* const f = fibers();
+  const std::uint32_t next = me + 1, w = me / 32;
+  // The common case, as in barrier(): the next thread in the ring was released by the last
+  // barrier, and this thread's end neither completes a barrier nor a warp operation.
+  if (bs_.fast && next < bs_.n && f[next].wait == (kAtBarrier | (bs_.gen - 1)) && bs_.remaining > 1 &&
+      warp_arrived_[w] == 0) [[likely]] {
+    f[me].wait = kExited;
+    --bs_.live;
+    --bs_.remaining;
+    --warp_live_[w];
+    prefetch_ahead(next);
+    tls.thread_idx = f[next].idx;
+    devctx_fiber_switch(&f[me].sp, f[next].sp);
+    return;
+  }
+  devctx_fiber_switch(&f[me].sp, leave_block(me));
+}
+
+// Takes finished thread `me` out of the block and returns where to continue: the next runnable
+// thread, or the scheduler once every thread has finished.
+FiberSp BlockRun::leave_block(std::uint32_t me) {
   fibers()[me].wait = kExited;
   --bs_.live;
   const std::uint32_t w = me / 32;
@@ -422,12 +503,13 @@ void BlockRun::exit_current() {
     warp_arrived_[w] = 0;
     ++warp_gen_[w];
   }
-  devctx_fiber_jump(bs_.live == 0 ? scheduler_sp_ : next_target(me));  // nothing resumes an exited fiber
+  return bs_.live == 0 ? scheduler_sp_ : next_target(me);
 }
 
 void BlockRun::warp_sync() {
   const std::uint32_t me = running_thread();
   const std::uint32_t w = me / 32;
+  warp_synced_ = true;
   if (++warp_arrived_[w] == warp_live_[w]) {
     warp_arrived_[w] = 0;
     ++warp_gen_[w];

@@ -8,6 +8,9 @@
 //    keeps the plain fiber, the threads after it get fibers of their own, and barriers switch
 //    between fibers round-robin (one switch per thread per barrier). Threads before it have
 //    already finished, which is exactly what CUDA allows for threads that exit early.
+//    A fiber that finishes its thread parks instead of ending; the next block of the range then
+//    starts cooperative right away, each thread in the parked fiber of the same thread index, so
+//    a thread's start and end cost about as much as one more barrier.
 //  * block_level: a kernel taking devctx::Block runs once per block; its phases are loops.
 //
 // Checks performed here on every path: shared memory limits, barrier divergence (threads
@@ -114,7 +117,9 @@ class BlockRun {
   void enter_launch(const BlockTask& task);
   void set_block(unsigned bx, unsigned by, unsigned bz);
   static void plain_entry(void* self);
-  static void thread_entry(void* self);
+  static void thread_loop(void* self);
+  void run_parked();
+  [[nodiscard]] Dim3 thread_coords(std::uint32_t j) const;
 
   void go_cooperative(const char* cause);
   void warp_sync();
@@ -126,12 +131,18 @@ class BlockRun {
   [[nodiscard]] FiberSp next_target(std::uint32_t me);
   [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
   void prefetch_ahead(std::uint32_t j) const;
+  [[nodiscard]] FiberSp leave_block(std::uint32_t me);
   [[noreturn]] void exit_current();
+  void finish_thread();
   [[noreturn]] void report_divergence(std::uint32_t me);
 
   bool cooperative_ = false;
   bool aborting_ = false;
   bool failed_ = false;
+  bool warp_synced_ = false;  // a warp operation completed in the current block
+  /// Fibers from this index on are parked at the end of the previous block (see thread_loop);
+  /// those below it have not run yet in this range.
+  std::uint32_t parked_from_ = 0;
 
  public:
   /// What a barrier reads and writes, in one standard-layout block: the assembly fast path of

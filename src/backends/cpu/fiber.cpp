@@ -212,6 +212,8 @@ void fiber_arm_abort(FiberSp sp) noexcept {
   // The continuation moves just below the frame, where devctx_abort_landing finds it: nothing
   // writes below a suspended fiber's stack pointer.
   auto* frame = static_cast<void**>(sp);
+  // A fiber that has not started has no call to throw from; its entry checks for the abort.
+  if (frame[7] == reinterpret_cast<void*>(&devctx_fiber_start)) return;
   frame[-1] = frame[7];
   frame[7] = reinterpret_cast<void*>(&devctx_abort_landing);
 }
