@@ -23,6 +23,8 @@ enum class Mode : unsigned char {
 /// `thread_idx` whenever it switches between GPU threads.
 struct ThreadState {
   Dim3 thread_idx{0, 0, 0};
+  /// Gives thread_idx 16 bytes of its own: a cooperative switch copies them in one move.
+  unsigned thread_idx_pad = 0;
   Dim3 block_idx{0, 0, 0};
   Dim3 block_dim{1, 1, 1};
   Dim3 grid_dim{1, 1, 1};

@@ -16,7 +16,12 @@
 
 namespace devctx::detail::cpu {
 
-constinit thread_local ThreadState tls{};
+namespace {
+/// What barrier()'s assembly reads outside cooperative blocks: no thread index passes its check.
+constinit BlockRun::BarrierState no_block{};
+}  // namespace
+
+constinit thread_local ThreadState tls{.barrier_state = &no_block};
 
 namespace {
 
@@ -62,12 +67,12 @@ void not_in_kernel(const char* function) {
 
 // The assembly fast path of barrier() (fiber.cpp) reads these at fixed offsets.
 static_assert(std::is_standard_layout_v<BlockRun::BarrierState>);
-static_assert(offsetof(BlockRun::BarrierState, fast) == 0 && offsetof(BlockRun::BarrierState, n) == 4 &&
-              offsetof(BlockRun::BarrierState, first) == 8 && offsetof(BlockRun::BarrierState, remaining) == 12 &&
-              offsetof(BlockRun::BarrierState, shift) == 20 && offsetof(BlockRun::BarrierState, gen) == 24 &&
-              offsetof(BlockRun::BarrierState, fibers) == 32 && offsetof(BlockRun::BarrierState, stack_base) == 40,
+static_assert(offsetof(BlockRun::BarrierState, released) == 0 && offsetof(BlockRun::BarrierState, last) == 8 &&
+                  offsetof(BlockRun::BarrierState, remaining) == 16 && offsetof(BlockRun::BarrierState, shift) == 20 &&
+                  offsetof(BlockRun::BarrierState, fibers) == 24 && offsetof(BlockRun::BarrierState, stack_base) == 32,
               "update devctx::detail::cpu::barrier() in fiber.cpp");
 static_assert(std::is_standard_layout_v<ThreadState> && offsetof(ThreadState, thread_idx) == 0 &&
+                  offsetof(ThreadState, thread_idx_pad) == 12 && sizeof(Dim3) == 12 &&
                   offsetof(ThreadState, barrier_state) == kBarrierStateOffset,
               "update devctx::detail::cpu::barrier() in fiber.cpp");
 
@@ -80,8 +85,8 @@ BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
   // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
   fiber_storage_.reset(new Fiber[kMaxBlockThreads + kPrefetchAhead]);
   bs_.fibers = fiber_storage_.get();
-  static_assert(sizeof(Fiber) == 32 && offsetof(Fiber, sp) == 0 && offsetof(Fiber, wait) == 8 &&
-                    offsetof(Fiber, idx) == 20 && kPrefetchAhead == 12,
+  static_assert(sizeof(Fiber) == 32 && offsetof(Fiber, idx) == 0 && offsetof(Fiber, next) == 12 &&
+                    offsetof(Fiber, sp) == 16 && offsetof(Fiber, wait) == 24 && kPrefetchAhead == 12,
                 "update devctx::detail::cpu::barrier() in fiber.cpp");
   bs_.stack_base = stacks_.base();
   bs_.shift = stacks_.shift();
@@ -90,6 +95,7 @@ BlockRun::BlockRun(std::size_t stack_bytes, std::size_t shared_limit)
 void BlockRun::enter_launch(const BlockTask& task) {
   task_ = &task;
   bs_.n = std::uint32_t(task.block_dim.volume());
+  bs_.last = bs_.n - 1;
   if (sites_launch_ != task.launch_id) {
     sites_launch_ = task.launch_id;
     sites_.clear();
@@ -151,7 +157,7 @@ bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64
   failed_ = false;
   aborting_ = false;
   cooperative_ = false;
-  bs_.fast = false;
+  set_fast(false);
   why_ = why;
   if (task.block_level) {
     tls.mode = Mode::block_level;
@@ -181,7 +187,7 @@ bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64
         tls.x_end = task.block_dim.x;
         tls.mode = Mode::plain;
         cooperative_ = false;
-        bs_.fast = false;
+        set_fast(false);
         devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
       }
       (cooperative_ ? stats.cooperative : stats.plain) += 1;
@@ -191,7 +197,7 @@ bool BlockRun::run_range(const BlockTask& task, std::uint64_t begin, std::uint64
   }
   tls.mode = Mode::none;
   tls.block = nullptr;
-  tls.barrier_state = nullptr;
+  tls.barrier_state = &no_block;
   if (failed_) failure = std::move(failure_);
   return !failed_;
 }
@@ -244,13 +250,13 @@ Dim3 BlockRun::thread_coords(std::uint32_t j) const {
 void BlockRun::run_parked() {
   const std::uint32_t n = bs_.n;
   cooperative_ = true;
-  bs_.fast = !aborting_;
   tls.mode = Mode::cooperative;
   bs_.first = 0;
   bs_.started = n;
   bs_.live = n;
   bs_.remaining = n;
-  bs_.gen += 2;
+  bs_.fast = !aborting_;
+  advance_gen(2);
   Fiber* const f = fibers();
   for (std::uint32_t j = 0; j < parked_from_; ++j) {  // not run yet in this range: start afresh
     f[j].sp = fiber_prepare(stacks_.top(j + 1), &thread_loop, this);
@@ -277,7 +283,7 @@ void BlockRun::run_parked() {
 
 void BlockRun::start_aborting() {
   aborting_ = true;
-  bs_.fast = false;
+  set_fast(false);
 }
 
 void BlockRun::record_current_exception() {
@@ -304,7 +310,6 @@ void BlockRun::go_cooperative(const char* cause) {
   if (why_ != nullptr && why_->empty())
     *why_ = concat("thread ", to_string(t), " of block ", to_string(block_idx_), " reached ", cause);
   cooperative_ = true;
-  bs_.fast = !aborting_;
   tls.mode = Mode::cooperative;
   tls.x_end = t.x + 1;  // the plain loop ends after this thread
   // Threads before `first` have finished. `first` keeps the plain fiber; the others start when
@@ -318,7 +323,8 @@ void BlockRun::go_cooperative(const char* cause) {
   f.idx = t;
   bs_.live = bs_.n - first;
   bs_.remaining = bs_.live;
-  bs_.gen += 2;  // bs_.gen - 1 was never waited at: no leftover `wait` matches a released waiter
+  bs_.fast = !aborting_;
+  advance_gen(2);  // bs_.gen - 1 was never waited at: no leftover `wait` matches a released waiter
   const std::uint32_t warps = (bs_.n + 31) / 32;
   for (std::uint32_t w = 0; w < warps; ++w) {
     const std::uint32_t begin = std::max(w * 32, first), end = std::min(w * 32 + 32, bs_.n);
@@ -376,7 +382,7 @@ void BlockRun::go_cooperative(const char* cause) {
   }
   if (--bs_.remaining == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
     bs_.remaining = bs_.live;
-    ++bs_.gen;
+    advance_gen(1);
     return sp;
   }
   const std::uint32_t me = running_thread();
@@ -472,7 +478,7 @@ void BlockRun::finish_thread() {
   const std::uint32_t next = me + 1, w = me / 32;
   // The common case, as in barrier(): the next thread in the ring was released by the last
   // barrier, and this thread's end neither completes a barrier nor a warp operation.
-  if (bs_.fast && next < bs_.n && f[next].wait == (kAtBarrier | (bs_.gen - 1)) && bs_.remaining > 1 &&
+  if (next < bs_.n && f[next].wait == bs_.released && bs_.remaining > 1 &&
       warp_arrived_[w] == 0) [[likely]] {
     f[me].wait = kExited;
     --bs_.live;
@@ -497,7 +503,7 @@ FiberSp BlockRun::leave_block(std::uint32_t me) {
   // arrived, the barrier is complete.
   if (--bs_.remaining == 0 && bs_.live > 0) {
     bs_.remaining = bs_.live;
-    ++bs_.gen;
+    advance_gen(1);
   }
   if (warp_arrived_[w] > 0 && warp_arrived_[w] == warp_live_[w]) {
     warp_arrived_[w] = 0;

@@ -59,7 +59,7 @@ struct BlockFailure {
 inline constexpr std::uint32_t kMaxBlockThreads = 1024;
 
 /// Offset of ThreadState::barrier_state, which the assembly in fiber.cpp hard-codes.
-inline constexpr std::size_t kBarrierStateOffset = 0x40;
+inline constexpr std::size_t kBarrierStateOffset = 0x48;
 
 /// How many fibers ahead a switch prefetches (measured: 1 leaves most TLB misses exposed).
 inline constexpr std::uint32_t kPrefetchAhead = 12;
@@ -96,18 +96,21 @@ class BlockRun {
   void* per_thread_storage(std::size_t bytes, std::size_t align);
 
  private:
-  /// One GPU thread of a cooperative block (32 bytes: two share a cache line).
+  /// One GPU thread of a cooperative block (32 bytes: two share a cache line). idx comes first
+  /// so that a switch copies idx and next (16 bytes) into tls.thread_idx and its padding at once.
   struct Fiber {
+    Dim3 idx;
+    std::uint32_t next = 0;  // successor in the ring (exited fibers are unlinked lazily)
     FiberSp sp = nullptr;    // saved stack pointer while suspended
     std::uint64_t wait = 0;  // kRunning, kExited, or kAtBarrier / kAtWarp | generation waited in
-    std::uint32_t next = 0;  // successor in the ring (exited fibers are unlinked lazily)
-    Dim3 idx;
   };
   static constexpr std::uint64_t kKindMask = std::uint64_t{3} << 62;
   static constexpr std::uint64_t kRunning = 0;
   static constexpr std::uint64_t kAtBarrier = std::uint64_t{1} << 62;
   static constexpr std::uint64_t kAtWarp = std::uint64_t{2} << 62;
   static constexpr std::uint64_t kExited = ~std::uint64_t{0};
+  /// BarrierState::released while the fast paths are off: no fiber ever waits with this value.
+  static constexpr std::uint64_t kNever = std::uint64_t{3} << 62;
 
   struct SharedSite {
     const void* site;
@@ -135,6 +138,16 @@ class BlockRun {
   [[noreturn]] void exit_current();
   void finish_thread();
   [[noreturn]] void report_divergence(std::uint32_t me);
+  // Every change of BarrierState::fast or ::gen goes through these, which keep ::released true.
+  void set_fast(bool fast) {
+    bs_.fast = fast;
+    sync_released();
+  }
+  void advance_gen(std::uint64_t by) {
+    bs_.gen += by;
+    sync_released();
+  }
+  void sync_released() { bs_.released = bs_.fast ? (kAtBarrier | (bs_.gen - 1)) : kNever; }
 
   bool cooperative_ = false;
   bool aborting_ = false;
@@ -149,22 +162,26 @@ class BlockRun {
   /// barrier() (fiber.cpp) uses these fields at fixed offsets, checked by static_asserts in
   /// block_run.cpp.
   struct BarrierState {
-    std::uint8_t fast = 0;        // 0: cooperative and not aborting
-    std::uint8_t unused[3] = {};
-    std::uint32_t n = 0;          // 4: threads in the block
+    // Read by the assembly (offsets checked by static_asserts in block_run.cpp):
+    /// 0: what a thread released by the previous barrier has in Fiber::wait (kAtBarrier | gen - 1)
+    /// while the block runs cooperatively and is not aborting; kNever otherwise.
+    std::uint64_t released = kNever;
+    std::uint64_t last = 0;         // 8: n - 1, the highest thread index
+    std::uint32_t remaining = 0;    // 16: live threads yet to reach the current barrier
+    std::uint32_t shift = 0;        // 20: log2 of a stack slot
+    void* fibers = nullptr;         // 24: Fiber[kMaxBlockThreads + kPrefetchAhead]
+    std::uintptr_t stack_base = 0;  // 32
+    // C++ only:
+    /// Barrier generation. It only grows, across blocks too, so that a fiber's `wait` left over
+    /// from an earlier block can never look like a waiter released by this block's last barrier.
+    std::uint64_t gen = 2;
+    std::uint32_t n = 0;  // threads in the block
     // Fibers run in ring order first, first + 1, ..., n - 1, first, ...; those from `started`
     // on have not run yet (threads before `first` finished in the plain loop before any barrier).
-    std::uint32_t first = 0;      // 8
-    std::uint32_t remaining = 0;  // 12: live threads yet to reach the current barrier
-    std::uint32_t live = 0;       // 16: threads of the ring that have not exited
-    std::uint32_t shift = 0;      // 20: log2 of a stack slot
-    /// 24: barrier generation. It only grows, across blocks too, so that a fiber's `wait` left
-    /// over from an earlier block can never look like a waiter released by this block's last
-    /// barrier.
-    std::uint64_t gen = 2;
-    void* fibers = nullptr;       // 32: Fiber[kMaxBlockThreads + kPrefetchAhead]
-    std::uintptr_t stack_base = 0;  // 40
-    std::uint32_t started = 0;    // 48
+    std::uint32_t first = 0;
+    std::uint32_t live = 0;  // threads of the ring that have not exited
+    std::uint32_t started = 0;
+    bool fast = false;  // cooperative and not aborting
   };
 
  private:

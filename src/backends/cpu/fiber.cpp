@@ -16,14 +16,13 @@
 
 // System V x86-64: rbx, rbp, r12-r15 are callee-saved. A suspended fiber's stack holds one frame
 // layout, whoever suspended it:
-//   sp + 0   padding (keeps sp 16-byte aligned)
-//   sp + 8   r15, r14, r13, r12, rbx, rbp
-//   sp + 56  where to continue
-// Resuming pops the registers and *jumps* to the continuation instead of returning to it. A
-// `ret` would be predicted from the return-address stack, which holds the call site of the fiber
-// that is suspending; in a kernel with two barriers that is the other barrier's site, so every
-// switch would be mispredicted. An indirect jump is predicted from its own history: one target
-// per round of a block's threads.
+//   sp + 0   r15, r14, r13, r12, rbx, rbp
+//   sp + 48  where to continue
+// (sp is 8 modulo 16, as inside any function after its call). Resuming pops the registers and
+// *jumps* to the continuation instead of returning to it. A `ret` would be predicted from the
+// return-address stack, which holds the call site of the fiber that is suspending; in a kernel
+// with two barriers that is the other barrier's site, so every switch would be mispredicted. An
+// indirect jump is predicted from its own history: one target per round of a block's threads.
 asm(R"(
   .text
   .globl devctx_fiber_switch
@@ -35,7 +34,6 @@ devctx_fiber_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
   movq %rsp, (%rdi)
   movq %rsi, %rdi
   jmp devctx_fiber_jump
@@ -50,7 +48,6 @@ devctx_fiber_launch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
   movq %rsp, (%rdi)
   movq %rsi, %rsp
   movq %rcx, %rdi
@@ -62,7 +59,6 @@ devctx_fiber_launch:
   .type devctx_fiber_jump, @function
 devctx_fiber_jump:
   movq %rdi, %rsp
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -82,11 +78,14 @@ devctx_fiber_start:
   .size devctx_fiber_start, .-devctx_fiber_start
 
 # devctx::detail::cpu::barrier(), called by kernels. Saves the caller's registers, then either
-# takes the common case itself - the block runs cooperatively, this thread is not the last to
-# arrive, it is not on stack 0 or the last of the ring, and the next thread was released by the
-# previous barrier - or asks devctx_barrier_decide (C++, may throw: hence the CFI), which handles
-# everything. Offsets: BlockRun::BarrierState, BlockRun::Fiber and ThreadState, all checked by
-# static_asserts in block_run.cpp. The fast path changes nothing before it has decided.
+# takes the common case itself - the caller runs on the stack of thread me = slot - 1 (not on
+# stack 0 or the last thread's), thread me + 1 was released by the previous barrier, and the
+# caller is not the last to arrive - or asks devctx_barrier_decide (C++, may throw: hence the
+# CFI), which handles everything. BlockRun::BarrierState::released is kNever whenever the common
+# case must not be taken, and outside cooperative blocks the state's `last` is 0, so no other
+# check is needed. Offsets: BlockRun::BarrierState, BlockRun::Fiber and ThreadState, all checked
+# by static_asserts in block_run.cpp. The fast path changes nothing before it has decided (the
+# arrival count it takes back).
   .globl _ZN6devctx6detail3cpu7barrierEv
   .type _ZN6devctx6detail3cpu7barrierEv, @function
 _ZN6devctx6detail3cpu7barrierEv:
@@ -109,62 +108,34 @@ _ZN6devctx6detail3cpu7barrierEv:
   pushq %r15
   .cfi_adjust_cfa_offset 8
   .cfi_rel_offset %r15, 0
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
   movq _ZN6devctx6detail3cpu3tlsE@gottpoff(%rip), %r11
-  movq %fs:0x40(%r11), %rdi        # BarrierState* (ThreadState::barrier_state)
-  testq %rdi, %rdi
-  jz .Lbarrier_slow
-  cmpb $0, (%rdi)                  # fast
-  je .Lbarrier_slow
-  cmpl $1, 12(%rdi)                # remaining: the last to arrive goes the slow way
-  jbe .Lbarrier_slow
-  movq %rsp, %rdx                  # stack slot of this fiber = thread + 1
-  subq 40(%rdi), %rdx              # stack_base
+  movq %fs:0x48(%r11), %rdi        # BarrierState* (ThreadState::barrier_state)
+  movq %rsp, %rdx
+  subq 32(%rdi), %rdx              # stack_base
   movl 20(%rdi), %ecx              # shift
-  shrq %cl, %rdx
-  testl %edx, %edx                 # stack 0: the thread that kept the plain fiber
-  jz .Lbarrier_slow
-  cmpl 4(%rdi), %edx               # next thread = slot number; == n: the ring wraps
+  shrq %cl, %rdx                   # this fiber's stack slot = me + 1 = the next thread
+  leaq -1(%rdx), %rax
+  cmpq 8(%rdi), %rax               # last: next in 1..n - 1, else (stack 0, the ring wraps) slow
   jae .Lbarrier_slow
-  movq 32(%rdi), %r9               # fibers
-  movl %edx, %r8d
-  shlq $5, %r8
-  addq %r9, %r8                    # &fibers[next]
-  movq 24(%rdi), %r10              # gen
-  leaq -1(%r10), %rax
-  btsq $62, %rax                   # kAtBarrier | (gen - 1): released by the previous barrier
-  cmpq %rax, 8(%r8)
+  shlq $5, %rdx
+  addq 24(%rdi), %rdx              # &fibers[next]
+  movq (%rdi), %rax                # released
+  cmpq %rax, 24(%rdx)              # fibers[next].wait
   jne .Lbarrier_slow
-  decl 12(%rdi)                    # remaining
-  leaq -32(%r8), %rax              # &fibers[me]
-  movq %rsp, (%rax)
-  btsq $62, %r10
-  movq %r10, 8(%rax)               # wait = kAtBarrier | gen
-  movq 20(%r8), %rcx               # tls.thread_idx = fibers[next].idx
-  movq %rcx, %fs:(%r11)
-  movl 28(%r8), %ecx
-  movl %ecx, %fs:8(%r11)
-  leal 12(%rdx), %ecx              # prefetch the stack of the fiber 12 places on (kPrefetchAhead)
-  cmpl 4(%rdi), %ecx
-  jb 1f
-  subl 4(%rdi), %ecx
-  addl 8(%rdi), %ecx
-1:
-  shlq $5, %rcx
-  movq (%r9,%rcx), %rcx
+  decl 16(%rdi)                    # remaining
+  jz .Lbarrier_last
+  movq %rsp, -16(%rdx)             # fibers[me].sp
+  incq %rax
+  movq %rax, -8(%rdx)              # fibers[me].wait = kAtBarrier | gen
+  movups (%rdx), %xmm0             # tls.thread_idx = fibers[next].idx (with next, into the padding)
+  movups %xmm0, %fs:(%r11)
+  movq 12*32+16(%rdx), %rcx        # prefetch the frame of fibers[next + 12] (kPrefetchAhead)
   prefetcht0 (%rcx)
   prefetcht0 64(%rcx)
-  movq (%r8), %rsp
-  jmp .Lbarrier_resume
-.Lbarrier_slow:
-  movq %rsp, %rdi
-  call devctx_barrier_decide
-  movq %rax, %rsp
+  movq 16(%rdx), %rsp              # fibers[next].sp
 .Lbarrier_resume:
   # The same pops as devctx_fiber_jump, repeated rather than jumped to: sharing that code cost
   # 0.3 ns per barrier (6.4 -> 6.7 ns, devctx_bench_cpu_costs).
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -173,6 +144,15 @@ _ZN6devctx6detail3cpu7barrierEv:
   popq %rbp
   popq %rcx
   jmpq *%rcx
+.Lbarrier_last:
+  incl 16(%rdi)                    # the last to arrive: the C++ side counts it
+.Lbarrier_slow:
+  movq %rsp, %rdi
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call devctx_barrier_decide
+  movq %rax, %rsp
+  jmp .Lbarrier_resume
   .cfi_endproc
   .size _ZN6devctx6detail3cpu7barrierEv, .-_ZN6devctx6detail3cpu7barrierEv
 
@@ -182,7 +162,7 @@ _ZN6devctx6detail3cpu7barrierEv:
   .globl devctx_abort_landing
   .type devctx_abort_landing, @function
 devctx_abort_landing:
-  movq -72(%rsp), %rcx
+  movq -64(%rsp), %rcx
   pushq %rcx
   jmp devctx_throw_block_abort
   .size devctx_abort_landing, .-devctx_abort_landing
@@ -193,16 +173,15 @@ extern "C" void devctx_fiber_start();
 namespace devctx::detail::cpu {
 
 FiberSp fiber_prepare(void* top, void (*entry)(void*), void* arg) noexcept {
-  // devctx_fiber_start then runs with a 16-byte aligned stack, as a call requires.
-  auto* frame = reinterpret_cast<void**>(reinterpret_cast<char*>(top) - 16 - 8 * sizeof(void*));
-  frame[0] = nullptr;                                       // padding
-  frame[1] = nullptr;                                       // r15
-  frame[2] = nullptr;                                       // r14
-  frame[3] = arg;                                           // r13
-  frame[4] = reinterpret_cast<void*>(entry);                // r12
-  frame[5] = nullptr;                                       // rbx
-  frame[6] = nullptr;                                       // rbp
-  frame[7] = reinterpret_cast<void*>(&devctx_fiber_start);  // where to continue
+  // devctx_fiber_start then runs with a 16-byte aligned stack (top - 16), as a call requires.
+  auto* frame = reinterpret_cast<void**>(reinterpret_cast<char*>(top) - 16 - 7 * sizeof(void*));
+  frame[0] = nullptr;                                       // r15
+  frame[1] = nullptr;                                       // r14
+  frame[2] = arg;                                           // r13
+  frame[3] = reinterpret_cast<void*>(entry);                // r12
+  frame[4] = nullptr;                                       // rbx
+  frame[5] = nullptr;                                       // rbp
+  frame[6] = reinterpret_cast<void*>(&devctx_fiber_start);  // where to continue
   return frame;
 }
 
@@ -213,9 +192,9 @@ void fiber_arm_abort(FiberSp sp) noexcept {
   // writes below a suspended fiber's stack pointer.
   auto* frame = static_cast<void**>(sp);
   // A fiber that has not started has no call to throw from; its entry checks for the abort.
-  if (frame[7] == reinterpret_cast<void*>(&devctx_fiber_start)) return;
-  frame[-1] = frame[7];
-  frame[7] = reinterpret_cast<void*>(&devctx_abort_landing);
+  if (frame[6] == reinterpret_cast<void*>(&devctx_fiber_start)) return;
+  frame[-1] = frame[6];
+  frame[6] = reinterpret_cast<void*>(&devctx_abort_landing);
 }
 
 StackPool::StackPool(std::size_t stack_bytes, std::size_t count)
