@@ -136,7 +136,12 @@ class BlockRun {
   void prefetch_ahead(std::uint32_t j) const;
   [[nodiscard]] FiberSp leave_block(std::uint32_t me);
   [[noreturn]] void exit_current();
-  void finish_thread();
+
+ public:
+  /// The decision half of devctx_fiber_park (see thread_loop in block_run.cpp).
+  [[nodiscard]] FiberSp park(void* sp);
+
+ private:
   [[noreturn]] void report_divergence(std::uint32_t me);
   // Every change of BarrierState::fast or ::gen goes through these, which keep ::released true.
   void set_fast(bool fast) {

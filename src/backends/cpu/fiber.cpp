@@ -156,6 +156,46 @@ _ZN6devctx6detail3cpu7barrierEv:
   .cfi_endproc
   .size _ZN6devctx6detail3cpu7barrierEv, .-_ZN6devctx6detail3cpu7barrierEv
 
+# devctx_fiber_park(block): the frame saved and resumed like barrier()'s, so a parked fiber
+# resumes right after its park call; devctx_park_decide (C++) chooses whom to resume.
+  .globl devctx_fiber_park
+  .type devctx_fiber_park, @function
+devctx_fiber_park:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %rbp, 0
+  pushq %rbx
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %rbx, 0
+  pushq %r12
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r12, 0
+  pushq %r13
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r13, 0
+  pushq %r14
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r14, 0
+  pushq %r15
+  .cfi_adjust_cfa_offset 8
+  .cfi_rel_offset %r15, 0
+  movq %rsp, %rsi
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call devctx_park_decide
+  movq %rax, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  popq %rcx
+  jmpq *%rcx
+  .cfi_endproc
+  .size devctx_fiber_park, .-devctx_fiber_park
+
 # Where a suspended fiber continues once its block is aborting (see fiber_arm_abort): it makes
 # the stack look as if the interrupted call had called devctx_throw_block_abort, which throws,
 # and the kernel's frames unwind normally from the original call site.

@@ -38,6 +38,11 @@ void fiber_arm_abort(FiberSp sp) noexcept;
 /// Resumes the fiber whose stack pointer is `load`, saving nothing (the caller has finished).
 extern "C" [[noreturn]] void devctx_fiber_jump(FiberSp load);
 
+/// Parks the calling fiber, whose GPU thread has finished (`block` is its BlockRun): saves its
+/// frame and resumes the one that BlockRun::park chooses. Returns when the fiber is resumed for
+/// its thread in the next block. Only BlockRun's thread loop calls it.
+extern "C" void devctx_fiber_park(const void* block);
+
 /// Stacks owned by one worker, reused by every block it runs, so they stay in cache.
 ///
 /// All stacks lie in one reserved region, slot i at base + i * slot_bytes() with slot_bytes() a
