@@ -433,7 +433,8 @@ std::string format_cell(const Cell& cell, int width) {
     char buf[64];
     switch (cell.state) {
         case Cell::State::measured:
-            std::snprintf(buf, sizeof(buf), "%*.2f", width, cell.rate);
+            // Small rates keep three significant digits (0.0315, not 0.03).
+            std::snprintf(buf, sizeof(buf), "%*.*f", width, cell.rate < 1.0 ? 4 : 2, cell.rate);
             break;
         case Cell::State::failed:
             std::snprintf(buf, sizeof(buf), "%*s", width, "FAILED");
