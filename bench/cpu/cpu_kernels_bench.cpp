@@ -8,6 +8,9 @@
 //
 // To add a row, write a make_*_impl() function like make_openmp_impl() and
 // push its result in main(); a kernel left without a run function is "n/a".
+//
+// The devctx rows run on the CPU backend, also on a machine with a GPU; with
+// DEVCTX_DEVICE set they run on the device it names (DEVCTX_DEVICE=cuda).
 
 #include "baselines.hpp"
 #include "devctx_rows.hpp"

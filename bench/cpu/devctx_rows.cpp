@@ -4,6 +4,7 @@
 
 #include <devctx/devctx.hpp>
 
+#include <cstdlib>
 #include <span>
 
 #include "baselines.hpp"
@@ -141,7 +142,15 @@ class Runner final : public bench::DevctxRunner {
 
  private:
   bench::DevctxForm form_;
-  devctx::DeviceContext ctx_;
+  devctx::DeviceContext ctx_ = make_context();
+
+  /// The CPU backend - this is the CPU benchmark, also on a machine with a GPU - unless
+  /// DEVCTX_DEVICE names a device (DEVCTX_DEVICE=cuda puts the GPU in the table).
+  static devctx::DeviceContext make_context() {
+    const char* chosen = std::getenv("DEVCTX_DEVICE");
+    if (chosen != nullptr && *chosen != '\0') return devctx::DeviceContext{};
+    return devctx::DeviceContext{devctx::Api::cpu};
+  }
   devctx::DeviceBuffer<float> k1_a_, k1_b_, k1_out_, k2_in_, k2_sums_, k3_a_, k3_b_, k3_c_;
   unsigned k3_n_ = 0;
 };
