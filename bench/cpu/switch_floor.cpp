@@ -45,16 +45,30 @@ void floor_enter(void* sp);
 }
 
 asm(R"(
-  .text
-  .globl floor_switch
-  .type floor_switch, @function
-floor_switch:
+  .macro floor_save
   pushq %rbp
   pushq %rbx
   pushq %r12
   pushq %r13
   pushq %r14
   pushq %r15
+  .endm
+  .macro floor_resume
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  popq %rcx
+  jmpq *%rcx
+  .endm
+
+  .text
+  .globl floor_switch
+  .type floor_switch, @function
+floor_switch:
+  floor_save
   movq %rsp, %rax
   subq floor_base(%rip), %rax
   shrq $17, %rax                   # this fiber's index
@@ -69,14 +83,7 @@ floor_switch:
   prefetcht0 (%rcx)
   prefetcht0 64(%rcx)
   movq (%r8,%rdx,8), %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  popq %rcx
-  jmpq *%rcx
+  floor_resume
   .size floor_switch, .-floor_switch
 
   .globl floor_start
@@ -90,22 +97,10 @@ floor_start:
   .globl floor_enter
   .type floor_enter, @function
 floor_enter:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
+  floor_save
   movq %rsp, floor_main_sp(%rip)
   movq %rdi, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  popq %rcx
-  jmpq *%rcx
+  floor_resume
   .size floor_enter, .-floor_enter
 
   .globl floor_leave
