@@ -644,19 +644,26 @@ TEST_P(Barriers, ThreadsExitingAtDifferentRoundsLeaveTheRestRunning) {
   }
 }
 
-TEST_P(Barriers, InclusiveScanInSharedMemory) {
+namespace {
+/// Runs `Kernel`, an inclusive scan of each block's elements (in, out), over random ints for
+/// every block size in kBlockSizes with a partial last block, and checks every element.
+template <auto Kernel>
+void check_block_scans(devctx::DeviceContext& ctx, std::mt19937_64& rng) {
   for (const unsigned bd : kBlockSizes) {
     const std::size_t n = std::size_t(bd) * 3 + bd / 3 + 1;
     SCOPED_TRACE(testing::Message() << "block " << bd << ", n " << n);
     const auto values = devctx_test::random_vector<int>(rng, n, -1000, 1000);
-    auto in = upload(ctx(), values);
-    auto out = poisoned_buffer<int>(ctx(), n);
-    ctx().enqueue_function<block_scan>(cover(n, bd), in, out);
+    auto in = upload(ctx, values);
+    auto out = poisoned_buffer<int>(ctx, n);
+    ctx.enqueue_function<Kernel>(cover(n, bd), in, out);
     std::vector<int> expect(n);
     for (std::size_t i = 0; i < n; ++i) expect[i] = values[i] + (i % bd == 0 ? 0 : expect[i - 1]);
-    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
+    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx, out)));
   }
 }
+}  // namespace
+
+TEST_P(Barriers, InclusiveScanInSharedMemory) { check_block_scans<block_scan>(ctx(), rng); }
 
 TEST_P(Barriers, OddEvenSortWithABarrierPerPhase) {
   for (const unsigned bd : {33u, 256u, 1000u}) {
@@ -896,19 +903,7 @@ TEST_P(BlockLevel, FirstThreadsVisitExactlyTheLowRanks) {
   }
 }
 
-TEST_P(BlockLevel, InclusiveScanWithPerThreadValues) {
-  for (const unsigned bd : kBlockSizes) {
-    const std::size_t n = std::size_t(bd) * 3 + bd / 3 + 1;
-    SCOPED_TRACE(testing::Message() << "block " << bd);
-    const auto values = devctx_test::random_vector<int>(rng, n, -1000, 1000);
-    auto in = upload(ctx(), values);
-    auto out = poisoned_buffer<int>(ctx(), n);
-    ctx().enqueue_function<blk_scan>(cover(n, bd), in, out);
-    std::vector<int> expect(n);
-    for (std::size_t i = 0; i < n; ++i) expect[i] = values[i] + (i % bd == 0 ? 0 : expect[i - 1]);
-    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
-  }
-}
+TEST_P(BlockLevel, InclusiveScanWithPerThreadValues) { check_block_scans<blk_scan>(ctx(), rng); }
 
 TEST_P(BlockLevel, TiledMatmul) {
   check_tiled_matmul<blk_matmul>(ctx(), rng, {{37u, 45u, 29u}, {64u, 64u, 64u}, {5u, 70u, 33u}});
