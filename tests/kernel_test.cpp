@@ -574,20 +574,28 @@ TEST_P(Arguments, GridStrideLoops) {
 class Barriers : public BackendTest {};
 DEVCTX_INSTANTIATE_BACKEND_TESTS(Barriers);
 
-TEST_P(Barriers, BlockReductionWithEarlyExitingTailThreads) {
+namespace {
+/// Runs `Kernel`, a sum of each block's ints (in, out) into a long long per block, over random
+/// values for every block size in kBlockSizes with a partial last block (its tail threads exit
+/// early), and checks every sum.
+template <auto Kernel>
+void check_block_sums(devctx::DeviceContext& ctx, std::mt19937_64& rng) {
   for (const unsigned bd : kBlockSizes) {
     const std::size_t n = std::size_t(bd) * 5 + bd / 2 + 1;  // the last block is partial
     SCOPED_TRACE(testing::Message() << "block " << bd << ", n " << n);
     const auto values = devctx_test::random_vector<int>(rng, n, -1'000'000, 1'000'000);
-    auto in = upload(ctx(), values);
+    auto in = upload(ctx, values);
     const unsigned blocks = unsigned((n + bd - 1) / bd);
-    auto out = poisoned_buffer<long long>(ctx(), blocks);
-    ctx().enqueue_function<block_reduce>({.grid_dim = blocks, .block_dim = bd}, in, out);
+    auto out = poisoned_buffer<long long>(ctx, blocks);
+    ctx.enqueue_function<Kernel>({.grid_dim = blocks, .block_dim = bd}, in, out);
     std::vector<long long> expect(blocks, 0);
     for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
-    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
+    ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx, out)));
   }
 }
+}  // namespace
+
+TEST_P(Barriers, BlockReductionWithEarlyExitingTailThreads) { check_block_sums<block_reduce>(ctx(), rng); }
 
 TEST_P(Barriers, ThreadsExitingAtDifferentRoundsLeaveTheRestRunning) {
   // Exercises the CPU scheduler's ring: exited fibers skipped, fibers started late, one thread
@@ -860,30 +868,12 @@ TEST_P(Warps, BlockReductionFromWarpShufflesAndBarriers) {
   }
 }
 
-class BlockLevel : public BackendTest {
- protected:
-  /// Runs a block-sum kernel over every block size with a partial last block, checks each sum.
-  template <auto Kernel>
-  void check_block_sums() {
-    for (const unsigned bd : kBlockSizes) {
-      const std::size_t n = std::size_t(bd) * 5 + bd / 2 + 1;
-      SCOPED_TRACE(testing::Message() << "block " << bd);
-      const auto values = devctx_test::random_vector<int>(rng, n, -1'000'000, 1'000'000);
-      auto in = upload(ctx(), values);
-      const unsigned blocks = unsigned((n + bd - 1) / bd);
-      auto out = poisoned_buffer<long long>(ctx(), blocks);
-      ctx().enqueue_function<Kernel>({.grid_dim = blocks, .block_dim = bd}, in, out);
-      std::vector<long long> expect(blocks, 0);
-      for (std::size_t i = 0; i < n; ++i) expect[i / bd] += values[i];
-      ASSERT_TRUE(devctx_test::all_equal(expect, download(ctx(), out)));
-    }
-  }
-};
+class BlockLevel : public BackendTest {};
 DEVCTX_INSTANTIATE_BACKEND_TESTS(BlockLevel);
 
-TEST_P(BlockLevel, Reduction) { check_block_sums<blk_reduce>(); }
+TEST_P(BlockLevel, Reduction) { check_block_sums<blk_reduce>(ctx(), rng); }
 
-TEST_P(BlockLevel, ReductionWithFirstThreadsAndSingle) { check_block_sums<blk_reduce_first>(); }
+TEST_P(BlockLevel, ReductionWithFirstThreadsAndSingle) { check_block_sums<blk_reduce_first>(ctx(), rng); }
 
 TEST_P(BlockLevel, FirstThreadsVisitExactlyTheLowRanks) {
   for (const Dim3 block : {Dim3{256}, Dim3{33}, Dim3{5, 4, 3}, Dim3{16, 16}}) {
