@@ -235,6 +235,10 @@ int cuda_device_count() noexcept {
   return count;
 }
 
+std::string cuda_absent_reason() {
+  return "devctx was built with CUDA but no GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
+}
+
 std::shared_ptr<DeviceImpl> open_cuda_device(int id) { return std::make_shared<cuda::CudaDevice>(id); }
 
 }  // namespace devctx::detail
