@@ -124,7 +124,9 @@ else
 fi
 
 # ---- compute-sanitizer over the gpu tests' own command lines ------------------------------------
-# Prints one line per gpu test but the device-fault runs: NAME<TAB>ENV1 ENV2...<TAB>COMMAND ARGS...
+# Prints one line per gpu test but the device-fault runs: NAME<US>ENV1 ENV2...<US>COMMAND ARGS...,
+# fields separated by the unit separator (0x1f): unlike a tab, `read` does not merge two of them,
+# so an empty ENV field (a test without environment) stays a field.
 gpu_test_commands() {
   ctest --test-dir "$BUILD" -L gpu -LE gpu_fault --show-only=json-v1 2>/dev/null | python3 -c '
 import json, sys
@@ -136,7 +138,7 @@ for t in data.get("tests", []):
             env = p.get("value", [])
     cmd = t.get("command") or []
     if cmd:
-        print(t["name"] + "\t" + " ".join(env) + "\t" + " ".join(cmd))
+        print(t["name"] + "\x1f" + " ".join(env) + "\x1f" + " ".join(cmd))
 '
 }
 
@@ -147,7 +149,7 @@ if command -v compute-sanitizer >/dev/null; then
     SANITIZED=1
     skip "compute-sanitizer over gpu tests" "GPU_CHECK_SKIP"
   elif [[ -f $BUILD/CTestTestfile.cmake ]] && command -v python3 >/dev/null; then
-    while IFS=$'\t' read -r name env cmd; do
+    while IFS=$'\x1f' read -r name env cmd; do
       [[ -z $name ]] && continue
       SANITIZED=1
       # shellcheck disable=SC2086  # env and cmd are word lists on purpose
