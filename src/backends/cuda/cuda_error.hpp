@@ -82,7 +82,7 @@ struct ContextHealth {
 /// The one checked-call helper: throws devctx::Error for a failed call, through raise().
 /// `reporter` is the device (the call itself failed) or a queue (the failure surfaced while
 /// waiting for the queue's work, so the message names the kernels enqueued since its last
-/// wait). `operation` names the devctx operation: a string, or a callable that returns one,
+/// successful synchronize). `operation` names the devctx operation: a string, or a callable that returns one,
 /// called only on failure so that building a detailed text costs nothing on the fast path.
 template <class Reporter, class Operation>
 void check(const CudaCall& call, Reporter& reporter, const Operation& operation) {

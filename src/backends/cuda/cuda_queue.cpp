@@ -1,7 +1,7 @@
 // The CUDA queues and events: one non-blocking stream per queue (DeviceContext and each Stream)
 // running allocations, frees, copies, fills and launches in order, and the CUDA events that
 // order queues after one another. A failure that surfaces when waiting for a queue's work names
-// the kernels enqueued on it since its last successful wait.
+// the kernels enqueued on it since its last successful synchronize.
 #include "backends/cuda/cuda_queue.hpp"
 
 #include <cuda_runtime.h>
