@@ -26,7 +26,7 @@
 
 #include <devctx/detail/cpu_state.hpp>
 
-#include "backends/cpu/block_run.hpp"
+#include "backends/cpu/block_executor.hpp"
 #include "backends/cpu/fiber.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
@@ -78,7 +78,7 @@ struct Pool;
 struct Op {
   virtual ~Op() = default;
   /// Runs part `part` of `parts`, on a worker.
-  virtual void run_part(std::size_t part, cpu::BlockRun& block) = 0;
+  virtual void run_part(std::size_t part, cpu::BlockExecutor& block) = 0;
   /// Called once, under the pool lock, when the op reaches the head of its queue with
   /// parts == 0 or after its last part. Returns an error to report at synchronize, if any.
   virtual bool finish(BlockFailure& /*failure*/) { return true; }
@@ -99,14 +99,12 @@ struct KernelOp final : Op {
     args.reset(static_cast<std::byte*>(std::aligned_alloc(align, (l.args_size + align) / align * align)));
     if (!args) throw std::bad_alloc();
     std::memcpy(args.get(), l.args, l.args_size);
-    task.kernel = name;
-    task.run_block = l.cpu_run_block;
-    task.run_thread = l.cpu_run_thread;
-    task.args = args.get();
-    task.block_level = l.block_level;
-    task.grid_dim = l.config.grid_dim;
-    task.block_dim = l.config.block_dim;
-    task.shared_bytes = l.config.shared_bytes;
+    task.launch = l;
+    task.launch.name = name;
+    task.launch.args = args.get();
+    task.launch.cuda_args = nullptr;
+    task.launch.buffers = nullptr;
+    task.launch.buffer_count = 0;
     static std::atomic<std::uint64_t> launches{0};
     task.launch_id = ++launches;
     blocks = l.config.grid_dim.volume();
@@ -120,21 +118,18 @@ struct KernelOp final : Op {
     void operator()(std::byte* p) const noexcept { std::free(p); }
   };
 
-  void run_part(std::size_t part, cpu::BlockRun& run) override {
+  void run_part(std::size_t part, cpu::BlockExecutor& run) override {
     const std::uint64_t begin = part * per_part, end = std::min(blocks, begin + per_part);
-    std::string reason;
-    cpu::BlockRun::RangeStats stats;
-    BlockFailure failure;
-    const bool ok = run.run_range(task, begin, end, failed, stats, failure, why_known ? nullptr : &reason);
-    if (!ok) {
+    cpu::RangeResult result = run.run_range(task, begin, end, failed, !why_known);
+    if (result.failure) {
       const std::lock_guard lock(failure_mutex);
-      if (!failed.exchange(true)) first_failure = std::move(failure);
+      if (!failed.exchange(true)) first_failure = std::move(*result.failure);
     }
-    cooperative_blocks += stats.cooperative;
-    plain_blocks += stats.plain + stats.block_level;
-    if (!reason.empty()) {
+    cooperative_blocks += result.cooperative;
+    plain_blocks += result.plain + result.block_level;
+    if (!result.why.empty()) {
       const std::lock_guard lock(failure_mutex);
-      if (why.empty()) why = std::move(reason);
+      if (why.empty()) why = std::move(result.why);
       why_known = true;
     }
   }
@@ -149,14 +144,14 @@ struct KernelOp final : Op {
   void print_trace() const {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - trace_start).count();
     std::string path;
-    if (task.block_level) path = "block-level: each for_each_thread phase ran as a loop over the block's threads";
+    if (task.launch.block_level) path = "block-level: each for_each_thread phase ran as a loop over the block's threads";
     else if (cooperative_blocks == 0) path = "plain loop: no thread reached barrier() or a warp operation";
     else
       path = concat("cooperative fibers for ", cooperative_blocks.load(), " of ", blocks, " blocks (", why, ")",
                     plain_blocks > 0 ? concat("; plain loop for the other ", plain_blocks.load()) : std::string());
     std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %.3f ms from enqueue\n",
-                 device_label.c_str(), int(name.size()), name.data(), to_string(task.grid_dim).c_str(),
-                 to_string(task.block_dim).c_str(), task.shared_bytes, path.c_str(), ms);
+                 device_label.c_str(), int(name.size()), name.data(), to_string(task.launch.config.grid_dim).c_str(),
+                 to_string(task.launch.config.block_dim).c_str(), task.launch.config.shared_bytes, path.c_str(), ms);
   }
 
   std::unique_ptr<std::byte, FreeDeleter> args;
@@ -180,7 +175,7 @@ struct CopyOp final : Op {
     parts = std::min<std::size_t>((bytes + kCopyChunk - 1) / kCopyChunk, workers * 4);
     chunk = (bytes + parts - 1) / parts;
   }
-  void run_part(std::size_t part, cpu::BlockRun&) override {
+  void run_part(std::size_t part, cpu::BlockExecutor&) override {
     const std::size_t begin = part * chunk, end = std::min(bytes, begin + chunk);
     if (begin < end) std::memmove(dst + begin, src + begin, end - begin);
   }
@@ -199,7 +194,7 @@ struct FillOp final : Op {
     parts = std::min<std::size_t>((count * width + kCopyChunk - 1) / kCopyChunk, workers * 4);
     chunk = (count + parts - 1) / parts;
   }
-  void run_part(std::size_t part, cpu::BlockRun&) override {
+  void run_part(std::size_t part, cpu::BlockExecutor&) override {
     const std::size_t begin = part * chunk, end = std::min(count, begin + chunk);
     if (begin >= end) return;
     std::byte* out = dst + begin * element_bytes;
@@ -231,7 +226,7 @@ struct CpuEvent;
 /// Completes when it reaches the head of its queue (parts == 0): events and frees.
 struct MarkerOp final : Op {
   explicit MarkerOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
-  void run_part(std::size_t, cpu::BlockRun&) override {}
+  void run_part(std::size_t, cpu::BlockExecutor&) override {}
   bool finish(BlockFailure&) override;
   void enqueued() override;
   std::shared_ptr<CpuEvent> event;
@@ -239,7 +234,7 @@ struct MarkerOp final : Op {
 
 struct FreeOp final : Op {
   explicit FreeOp(void* p) : data(p) {}
-  void run_part(std::size_t, cpu::BlockRun&) override {}
+  void run_part(std::size_t, cpu::BlockExecutor&) override {}
   bool finish(BlockFailure&) override {
     std::free(data);
     return true;
@@ -249,7 +244,7 @@ struct FreeOp final : Op {
 
 struct WaitOp final : Op {
   explicit WaitOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
-  void run_part(std::size_t, cpu::BlockRun&) override {}
+  void run_part(std::size_t, cpu::BlockExecutor&) override {}
   std::shared_ptr<CpuEvent> event;
 };
 
@@ -410,7 +405,7 @@ class CpuDevice final : public DeviceImpl {
     auto& active = pool_->active;
     const auto it = std::find_if(active.begin(), active.end(), [&](const Op* op) { return op->queue == queue; });
     if (it == active.end() || pool_->running >= pool_->capacity) return false;
-    cpu::BlockRun& block = host_block();  // before claiming: creating it may throw
+    cpu::BlockExecutor& block = host_block();  // before claiming: creating it may throw
     Op* op = *it;
     const std::size_t part = op->next_part++;
     if (op->next_part >= op->parts) active.erase(it);
@@ -439,7 +434,7 @@ class CpuDevice final : public DeviceImpl {
 
  private:
   static void worker_main(Pool& pool, std::size_t stack_bytes) {
-    cpu::BlockRun block(stack_bytes, kSharedLimit);
+    cpu::BlockExecutor block(stack_bytes, kSharedLimit);
     std::unique_lock lock(pool.mutex);
     for (;;) {
       pool.work.wait(lock, [&] { return pool.stopping || (!pool.active.empty() && pool.running < pool.capacity); });
@@ -463,9 +458,9 @@ class CpuDevice final : public DeviceImpl {
     }
   }
 
-  cpu::BlockRun& host_block() {
-    thread_local std::unique_ptr<cpu::BlockRun> block;
-    if (!block) block = std::make_unique<cpu::BlockRun>(stack_bytes_, kSharedLimit);
+  cpu::BlockExecutor& host_block() {
+    thread_local std::unique_ptr<cpu::BlockExecutor> block;
+    if (!block) block = std::make_unique<cpu::BlockExecutor>(stack_bytes_, kSharedLimit);
     return *block;
   }
 
