@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <typeinfo>
+#include <utility>
 
 #include "core/errors.hpp"
 

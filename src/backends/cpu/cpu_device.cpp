@@ -40,13 +40,13 @@ void worker_main(Pool& pool) {
   for (;;) {
     pool.work.wait(lock, [&] { return pool.stopping || (!pool.active.empty() && pool.running < pool.capacity); });
     if (pool.active.empty()) return;  // stopping
-    pool.run_part(lock, pool.round_robin++ % pool.active.size());
+    pool.run_part(lock, pool.round_robin++ % pool.active.size(), false);
   }
 }
 
 }  // namespace
 
-void Pool::run_part(std::unique_lock<std::mutex>& lock, std::size_t slot) {
+void Pool::run_part(std::unique_lock<std::mutex>& lock, std::size_t slot, bool helping) {
   Op* op = active[slot];
   const std::size_t part = op->next_part++;
   if (op->next_part >= op->parts) active.erase(active.begin() + std::ptrdiff_t(slot));
@@ -55,6 +55,7 @@ void Pool::run_part(std::unique_lock<std::mutex>& lock, std::size_t slot) {
   op->run_part(part);
   lock.lock();
   --running;
+  if (helping) work.notify_one();
   if (++op->done_parts == op->parts) {
     std::vector<std::shared_ptr<CpuQueue>> keep;  // released after the lock
     op->queue->complete(op, keep);
@@ -110,8 +111,7 @@ bool CpuDevice::help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) 
   const auto it = std::find_if(active.begin(), active.end(), [&](const Op* op) { return op->queue == queue; });
   if (it == active.end() || pool_->running >= pool_->capacity) return false;
   BlockExecutor::prepare_for_this_thread(pool_->stack_bytes, kSharedLimit);  // before claiming: it may throw
-  pool_->run_part(lock, std::size_t(it - active.begin()));
-  pool_->work.notify_one();  // a worker may have waited for the slot this thread held
+  pool_->run_part(lock, std::size_t(it - active.begin()), true);
   return true;
 }
 

@@ -27,8 +27,10 @@ class CpuQueue;
 struct Pool {
   /// Claims the next part of active[slot], runs it on the calling thread with the lock
   /// released, and completes its operation if that was the last part. The caller has checked
-  /// that running < capacity and has prepared its thread's BlockExecutor.
-  void run_part(std::unique_lock<std::mutex>& lock, std::size_t slot);
+  /// that running < capacity and has prepared its thread's BlockExecutor. `helping`: the caller
+  /// is a host thread that leaves the pool after this part, so a worker that waited for its
+  /// slot is woken (a worker itself goes on to claim the next part).
+  void run_part(std::unique_lock<std::mutex>& lock, std::size_t slot, bool helping);
 
   std::mutex mutex;
   std::condition_variable work;

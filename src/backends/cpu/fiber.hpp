@@ -30,8 +30,8 @@ extern "C" void devctx_fiber_launch(FiberSp* save, void* top, void (*entry)(void
 /// path as every other resumption.
 FiberSp fiber_prepare(void* top, void (*entry)(void*), void* arg) noexcept;
 
-/// Makes the suspended fiber at `sp` throw (a BlockAbort, see block_executor.hpp) from the call it is
-/// suspended in, instead of returning from it, when it is next resumed. A frame made by
+/// Makes the suspended fiber at `sp` throw (a BlockAbort, see block_executor.hpp) from the call
+/// it is suspended in, instead of returning from it, when it is next resumed. A frame made by
 /// fiber_prepare is left as it is: its entry must check for the abort itself.
 void fiber_arm_abort(FiberSp sp) noexcept;
 
