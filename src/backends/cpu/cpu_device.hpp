@@ -23,8 +23,10 @@ namespace devctx::detail::cpu {
 struct Op;
 class CpuQueue;
 
+// Hidden, as the operations are (operations.hpp says why).
+
 /// Shared by the device and its workers, so a worker never touches a destroyed device.
-struct Pool {
+struct [[gnu::visibility("hidden")]] Pool {
   /// Claims the next part of active[slot], runs it on the calling thread with the lock
   /// released, and completes its operation if that was the last part. The caller has checked
   /// that running < capacity and has prepared its thread's BlockExecutor. `helping`: the caller
@@ -46,7 +48,7 @@ struct Pool {
   std::vector<std::thread::id> ids;
 };
 
-class CpuDevice final : public DeviceImpl {
+class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
  public:
   /// Reads the settings (settings.hpp) and starts the workers. Throws Error(invalid_argument)
   /// for a malformed setting and Error(out_of_memory) when fiber stacks cannot be reserved.

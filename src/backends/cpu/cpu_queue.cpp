@@ -29,8 +29,8 @@ std::uint64_t CpuQueue::push(std::unique_ptr<Op> op) {
 void CpuQueue::pump(std::vector<std::shared_ptr<CpuQueue>>& keep) {
   while (!ops_.empty() && !head_dispatched_) {
     Op* op = ops_.front().get();
-    if (auto* wait = dynamic_cast<WaitOp*>(op); wait != nullptr && !wait->event->queue->reached(wait->event->seq)) {
-      wait->event->queue->waiters_.emplace_back(wait->event->seq, std::static_pointer_cast<CpuQueue>(shared_from_this()));
+    if (const CpuEvent* event = op->awaited(); event != nullptr && !event->queue->reached(event->seq)) {
+      event->queue->waiters_.emplace_back(event->seq, std::static_pointer_cast<CpuQueue>(shared_from_this()));
       return;
     }
     head_dispatched_ = true;

@@ -19,12 +19,13 @@ namespace devctx::detail::cpu {
 class CpuDevice;
 struct Pool;
 
-struct QueuedFailure {
+// Hidden, as the operations are (operations.hpp says why).
+struct [[gnu::visibility("hidden")]] QueuedFailure {
   std::uint64_t seq;
   BlockFailure failure;
 };
 
-class CpuQueue final : public QueueImpl {
+class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
  public:
   explicit CpuQueue(std::shared_ptr<CpuDevice> device);
   ~CpuQueue() override = default;
@@ -67,7 +68,7 @@ class CpuQueue final : public QueueImpl {
   std::vector<std::pair<std::uint64_t, std::weak_ptr<CpuQueue>>> waiters_;
 };
 
-struct CpuEvent final : EventImpl {
+struct [[gnu::visibility("hidden")]] CpuEvent final : EventImpl {
   CpuEvent(std::shared_ptr<CpuQueue> q, std::shared_ptr<Pool> p) : queue(std::move(q)), pool(std::move(p)) {}
   DeviceImpl& device() const override { return queue->device(); }
   void synchronize() override;

@@ -24,9 +24,14 @@ using Clock = std::chrono::steady_clock;
 class CpuQueue;
 struct CpuEvent;
 
+// The CPU backend's operation, queue and device types are hidden: they never leave the library,
+// and a hidden function cannot be interposed, so under -fPIC the compiler still inlines them
+// into one another, as it did when they shared one file's anonymous namespace (launch +
+// synchronize of an empty kernel measurably slower otherwise, devctx_bench_cpu_costs).
+
 /// One operation of a queue. The queue assigns `seq` and `queue`; the pool lock guards the
 /// part counters.
-struct Op {
+struct [[gnu::visibility("hidden")]] Op {
   virtual ~Op() = default;
   /// Runs part `part` of `parts` on the calling thread (a worker or a helping host thread),
   /// without the pool lock. Operations with no parts are never run.
@@ -36,6 +41,10 @@ struct Op {
   [[nodiscard]] virtual std::optional<BlockFailure> finish() { return std::nullopt; }
   /// Called under the pool lock once `seq` is assigned.
   virtual void enqueued() {}
+  /// The event this op holds its queue back for (a WaitOp's), or null. Asked of every op that
+  /// reaches the head of a queue, so a virtual call rather than a dynamic_cast, which compares
+  /// type names for types with external linkage.
+  [[nodiscard]] virtual const CpuEvent* awaited() const noexcept { return nullptr; }
 
   std::uint64_t seq = 0;
   CpuQueue* queue = nullptr;
@@ -45,7 +54,7 @@ struct Op {
 };
 
 /// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor.
-struct KernelOp final : Op {
+struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label);
   void run_part(std::size_t part) override;
   [[nodiscard]] std::optional<BlockFailure> finish() override;
@@ -73,7 +82,7 @@ struct KernelOp final : Op {
 };
 
 /// A copy between any two kinds of memory, in chunks of up to 1 MiB.
-struct CopyOp final : Op {
+struct [[gnu::visibility("hidden")]] CopyOp final : Op {
   CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers);
   void run_part(std::size_t part) override;
 
@@ -85,7 +94,7 @@ struct CopyOp final : Op {
 };
 
 /// Fills `count` elements of `element_bytes` each with one pattern, in chunks of up to 1 MiB.
-struct FillOp final : Op {
+struct [[gnu::visibility("hidden")]] FillOp final : Op {
   FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers);
   void run_part(std::size_t part) override;
 
@@ -100,7 +109,7 @@ struct FillOp final : Op {
 
 /// An event's point in its queue: records the event's sequence number when enqueued and its
 /// time when it reaches the head of the queue.
-struct MarkerOp final : Op {
+struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
   explicit MarkerOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
   [[nodiscard]] std::optional<BlockFailure> finish() override;
   void enqueued() override;
@@ -108,15 +117,16 @@ struct MarkerOp final : Op {
 };
 
 /// Frees an allocation once everything before it in the queue has finished.
-struct FreeOp final : Op {
+struct [[gnu::visibility("hidden")]] FreeOp final : Op {
   explicit FreeOp(void* p) : data(p) {}
   [[nodiscard]] std::optional<BlockFailure> finish() override;
   void* data;
 };
 
 /// Holds its queue back until `event` has been reached (CpuQueue::pump checks).
-struct WaitOp final : Op {
+struct [[gnu::visibility("hidden")]] WaitOp final : Op {
   explicit WaitOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
+  [[nodiscard]] const CpuEvent* awaited() const noexcept override { return event.get(); }
   std::shared_ptr<CpuEvent> event;
 };
 
