@@ -3,6 +3,10 @@
 // implementations are chosen once, in kernel.hpp.
 #pragma once
 
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/config.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#endif
+
 #if defined(__CUDACC__)
 #define DEVCTX_HD __host__ __device__
 #define DEVCTX_HD_INLINE __host__ __device__ __forceinline__
