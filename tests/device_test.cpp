@@ -117,6 +117,15 @@ TEST(DeviceSelection, EnvironmentGarbageIsAnError) {
   }
 }
 
+TEST(DeviceSelection, AnApiValueThatNamesNoBackendIsAnError) {
+  const auto bogus = static_cast<Api>(7);
+  for (const auto& e : {error_of([&] { DeviceContext ctx{bogus}; }), error_of([&] { (void)DeviceContext::count(bogus); })}) {
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::invalid_argument) << e->what();
+    EXPECT_THAT(e->what(), HasSubstr("Api value 7 names no backend"));
+  }
+}
+
 TEST(DeviceNames, TheAcceptedFormsAndWhatTheyName) {
   using devctx::DeviceId;
   using devctx::parse_device;
