@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
 
 namespace devctx::detail {
