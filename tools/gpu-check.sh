@@ -7,7 +7,7 @@
 #      CUDA smoke check (tests/cuda/cuda_smoke.cu), each of its device-fault runs in its own process
 #   2. the full ctest
 #   3. the CUDA benchmark (devctx vs raw CUDA) and the CPU benchmark, when built
-#   4. compute-sanitizer memcheck and racecheck over every gpu-labelled test's command line
+#   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
 #      (found with `ctest -L gpu -LE gpu_fault --show-only=json-v1`; the device-fault runs,
 #      label gpu_fault, fault on purpose)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
@@ -162,6 +162,12 @@ if command -v compute-sanitizer >/dev/null; then
       # programs other than GoogleTest ones (the smoke check) ignore it.
       # shellcheck disable=SC2086
       step "racecheck $name" "racecheck-$name.log" sanitize racecheck "$env GTEST_FILTER=-*HostThreads*" $cmd
+      # initcheck: device memory read before anything wrote it; synccheck: barrier and warp-sync
+      # misuse. Both over the whole program, like memcheck.
+      # shellcheck disable=SC2086
+      step "initcheck $name" "initcheck-$name.log" sanitize initcheck "$env" $cmd
+      # shellcheck disable=SC2086
+      step "synccheck $name" "synccheck-$name.log" sanitize synccheck "$env" $cmd
     done < <(gpu_test_commands)
   fi
   [[ $SANITIZED == 0 ]] && skip "compute-sanitizer over gpu tests" "no gpu-labelled tests found"
