@@ -1,6 +1,7 @@
 // tests/trust_test.cpp - the defects of issue 10, each shown by a test that failed before its
-// fix: overlapping copies (every backend), and on the CPU backend: address-space limits, copies
-// that throw, fiber stack overflows and bad DEVCTX_CPU_THREADS values.
+// fix: overlapping copies and a device-level wait that covers work left on dropped contexts
+// (every backend), and on the CPU backend: address-space limits, copies that throw, fiber stack
+// overflows and bad DEVCTX_CPU_THREADS values.
 //
 // The CPU tests that need a process of their own (a lowered address-space limit, an environment
 // variable read when the device starts, a crash report) run their body in a child process
@@ -265,6 +266,70 @@ TEST_P(Overlap, AdjacentSlicesOfOneBufferCopyExactly) {
   ctx().enqueue_copy(d.slice(0, n), d.slice(n, n));  // and back, after the first
   std::copy_n(expected.begin() + std::ptrdiff_t(n), n, expected.begin());
   ASSERT_TRUE(devctx_test::all_equal(expected, download(ctx(), d)));
+}
+
+// ================================================================================================
+// Item 8: work left running on a dropped context or stream is covered by a device-level wait,
+// DeviceContext::synchronize_device() (cudaDeviceSynchronize on CUDA), on every backend.
+// ================================================================================================
+
+class DeviceWait : public BackendTest {};
+DEVCTX_INSTANTIATE_BACKEND_TESTS(DeviceWait);
+
+TEST_P(DeviceWait, SynchronizeDeviceCoversWorkLeftOnDroppedContextsAndStreams) {
+  const std::size_t n = std::size_t{1} << 21;
+  const unsigned rounds = 8;
+  const auto values = devctx_test::random_vector<std::uint32_t>(rng, n, 0, 0xFFFF0000u);
+  auto expected = values;
+  for (auto& x : expected) x += rounds;
+  // Host buffers of this context, written by work of contexts and streams dropped before it ends.
+  auto h_context = ctx().enqueue_create_host_buffer<std::uint32_t>(n);
+  auto h_stream = ctx().enqueue_create_host_buffer<std::uint32_t>(n);
+  ctx().synchronize();
+  std::fill(h_context.begin(), h_context.end(), devctx_test::poison_value<std::uint32_t>());
+  std::fill(h_stream.begin(), h_stream.end(), devctx_test::poison_value<std::uint32_t>());
+  {
+    DeviceContext other{api()};
+    auto d = devctx_test::upload(other, values);
+    for (unsigned r = 0; r < rounds; ++r) other.enqueue_function<add_one>(cover(n), d);
+    other.enqueue_copy(h_context, d);
+    auto s = other.create_stream();
+    auto d2 = devctx_test::upload(s, values);
+    for (unsigned r = 0; r < rounds; ++r) s.enqueue_function<add_one>(cover(n), d2);
+    s.enqueue_copy(h_stream, d2);
+  }  // the context, its stream and the device buffers are gone; their work may still run
+  ctx().synchronize_device();
+  EXPECT_TRUE(devctx_test::all_equal(expected, std::vector<std::uint32_t>(h_context.begin(), h_context.end())));
+  EXPECT_TRUE(devctx_test::all_equal(expected, std::vector<std::uint32_t>(h_stream.begin(), h_stream.end())));
+}
+
+/// Throws in block 0, thread 0 (the CPU backend runs kernels as C++; device code cannot throw).
+DEVCTX_KERNEL void throw_once(devctx::span<std::uint32_t> out) {
+#if !defined(__CUDA_ARCH__)
+  if (devctx::global_idx().x == 0) throw std::runtime_error("planted failure");
+#endif
+  const auto i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = 1;
+}
+
+TEST_P(DeviceWait, SynchronizeDeviceReportsOnlyThisContextsFailures) {
+  if (!on_cpu()) GTEST_SKIP() << "a kernel can throw only on the CPU backend";
+  DeviceContext other{api()};
+  auto d_other = other.enqueue_create_buffer<std::uint32_t>(256);
+  other.enqueue_function<throw_once>(cover(256), d_other);
+  // Nothing failed on this context: the other context's failure stays with it.
+  ctx().synchronize_device();
+  const auto e_other = error_of([&] { other.synchronize(); });
+  ASSERT_TRUE(e_other);
+  EXPECT_THAT(e_other->what(), HasSubstr("planted failure"));
+  // A failure of this context's own work is reported, after all of the device's work.
+  auto d = ctx().enqueue_create_buffer<std::uint32_t>(256);
+  ctx().enqueue_function<throw_once>(cover(256), d);
+  const auto e = error_of([&] { ctx().synchronize_device(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::kernel_failed) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("planted failure"));
+  ctx().synchronize();  // reported once
 }
 
 // ================================================================================================

@@ -127,7 +127,28 @@ void CpuDevice::stop_workers() noexcept {
 }
 
 std::shared_ptr<QueueImpl> CpuDevice::create_queue() {
-  return std::make_shared<CpuQueue>(std::static_pointer_cast<CpuDevice>(shared_from_this()));
+  auto queue = std::make_shared<CpuQueue>(std::static_pointer_cast<CpuDevice>(shared_from_this()));
+  const std::lock_guard lock(pool_->mutex);
+  std::erase_if(queues_, [](const std::weak_ptr<CpuQueue>& q) { return q.expired(); });
+  queues_.push_back(queue);
+  return queue;
+}
+
+void CpuDevice::synchronize_device() {
+  check_not_in_kernel(*this, "synchronize_device");
+  std::unique_lock lock(pool_->mutex);
+  // The queues with work now (dropped contexts' and streams' included: a queue with work holds
+  // itself), each waited for up to its last operation enqueued before this call.
+  std::vector<std::pair<std::shared_ptr<CpuQueue>, std::uint64_t>> busy;
+  busy.reserve(queues_.size());
+  for (const auto& weak : queues_) {
+    auto q = weak.lock();
+    if (q == nullptr || q->reached(q->last_enqueued())) continue;
+    const std::uint64_t seq = q->last_enqueued();
+    busy.emplace_back(std::move(q), seq);
+  }
+  for (const auto& [queue, seq] : busy) queue->wait_until(lock, seq, false);
+  lock.unlock();  // the queues are released without the lock (a queue's last reference)
 }
 
 bool CpuDevice::help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) noexcept {

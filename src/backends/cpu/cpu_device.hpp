@@ -66,6 +66,7 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
 
   const DeviceInfo& info() const noexcept override { return info_; }
   std::shared_ptr<QueueImpl> create_queue() override;
+  void synchronize_device() override;
 
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
   [[nodiscard]] const std::shared_ptr<Pool>& pool_ptr() const noexcept { return pool_; }
@@ -86,6 +87,8 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
 
   std::shared_ptr<Pool> pool_;
   DeviceInfo info_;
+  /// Every queue of the device, for synchronize_device (guarded by the pool lock).
+  std::vector<std::weak_ptr<CpuQueue>> queues_;
 };
 
 }  // namespace devctx::detail::cpu

@@ -36,6 +36,8 @@ class CudaDevice final : public DeviceImpl {
   const DeviceInfo& info() const noexcept override { return info_; }
   std::shared_ptr<QueueImpl> create_queue() override;
   void check_kernel_limits(const KernelLaunch& launch) override;
+  /// cudaDeviceSynchronize: every stream of the device, devctx's and other libraries'.
+  void synchronize_device() override;
 
   [[nodiscard]] int id() const noexcept { return info_.id; }
   [[nodiscard]] cudaMemPool_t host_pool() const noexcept { return host_pool_; }
