@@ -6,11 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tool.hpp"
+#include <devctx/version.hpp>
 
-#ifndef DEVCTX_VERSION_STRING
-#define DEVCTX_VERSION_STRING "unknown"
-#endif
+#include "tool.hpp"
 
 namespace devctx_tool {
 
