@@ -56,10 +56,10 @@ function(_devctx_add_kernels target)
 endfunction()
 
 # devctx_cuda_standard(<target>): the target's CUDA sources are compiled as C++20.
-# CMake before 3.26 knows no C++20 flag for nvcc, and a required CUDA20 (set here, or inherited
-# from the project's CMAKE_CXX_STANDARD 20 with CMAKE_CXX_STANDARD_REQUIRED) fails generation
-# there: the standard is then not required, which makes CMake add no flag of its own, and the
-# flag is given here.
+# CMake 3.25 (Debian 12's) knows no C++20 flag for nvcc, and there a required CUDA20 (set here,
+# or inherited from the project's CMAKE_CXX_STANDARD 20 with CMAKE_CXX_STANDARD_REQUIRED) fails
+# generation. When CMake lacks the flag, the standard is not required, which makes CMake add no
+# flag of its own, and the flag is given here.
 function(devctx_cuda_standard target)
   set_target_properties(${target} PROPERTIES CUDA_STANDARD 20)
   if(DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
