@@ -14,16 +14,16 @@ install(TARGETS devctx EXPORT devctxTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devctx_development
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devctx_runtime NAMELINK_COMPONENT devctx_development
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT devctx_runtime)
-install(DIRECTORY include/devctx DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devctx_development)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/devctx DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devctx_development)
 install(EXPORT devctxTargets NAMESPACE devctx:: DESTINATION ${_devctx_cmake_dir} COMPONENT devctx_development)
-configure_package_config_file(cmake/devctxConfig.cmake.in ${PROJECT_BINARY_DIR}/devctxConfig.cmake
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/devctxConfig.cmake.in ${PROJECT_BINARY_DIR}/devctxConfig.cmake
   INSTALL_DESTINATION ${_devctx_cmake_dir} NO_SET_AND_CHECK_MACRO NO_CHECK_REQUIRED_COMPONENTS_MACRO)
 install(FILES
     ${PROJECT_BINARY_DIR}/devctxConfig.cmake
     ${PROJECT_BINARY_DIR}/devctxConfigVersion.cmake
     ${PROJECT_BINARY_DIR}/devctxBuildInfo.cmake
-    cmake/devctxComponents.cmake
-    cmake/devctxHelpers.cmake
+    ${PROJECT_SOURCE_DIR}/cmake/devctxComponents.cmake
+    ${PROJECT_SOURCE_DIR}/cmake/devctxHelpers.cmake
   DESTINATION ${_devctx_cmake_dir} COMPONENT devctx_development)
 
 # ---- pkg-config ---------------------------------------------------------------------------------
@@ -59,8 +59,9 @@ else()
   list(JOIN _devctx_pc_deps " " DEVCTX_PC_LIBS)
   set(DEVCTX_PC_LIBS_PRIVATE "")
 endif()
-configure_file(cmake/devctx.pc.in ${PROJECT_BINARY_DIR}/devctx.pc @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/devctx.pc.in ${PROJECT_BINARY_DIR}/devctx.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/devctx.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
         COMPONENT devctx_development)
 
-install(FILES LICENSE README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT devctx_runtime)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT devctx_runtime)
