@@ -306,7 +306,9 @@ step "Conan: conan create packaging/conan (CPU-only package; builds and runs its
 export CONAN_HOME="$work/conan-home"
 "$venv/bin/conan" profile detect --force > "$work/conan-profile.log" 2>&1
 if "$venv/bin/conan" create "$src/packaging/conan" -s compiler.cppstd=20 \
-     -s build_type=Release -c tools.build:jobs=$parallel --build=missing --no-remote > "$work/conan.log" 2>&1 &&
+     -s build_type=Release -c tools.build:jobs=$parallel --build=missing --no-remote \
+     -c tools.cmake.cmake_layout:test_folder="$work/conan-test_package" -c tools.cmake.cmaketoolchain:user_presets= \
+     > "$work/conan.log" 2>&1 &&
    grep -q "^PASSED devctx" "$work/conan.log"; then
   printf '  ok  %-48s %s\n' "conan create" "$(grep -m1 '^PASSED devctx' "$work/conan.log")"
 else
