@@ -7,7 +7,9 @@
 # Works the same after find_package(devctx), add_subdirectory and FetchContent, whatever
 # languages the calling project enabled: when devctx has CUDA and the calling directory has not
 # enabled it, devctx_add_kernels enables it there (a macro, because enable_language() must run
-# in the directory's own scope, not in a function's). Kernels are compiled for the target's
+# in the directory's own scope, not in a function's; after add_subdirectory or FetchContent, a
+# devctx_add_kernels inside a function of a directory without CUDA therefore stops with a message
+# saying what to do). Kernels are compiled for the target's
 # CUDA_ARCHITECTURES when the project chose some (CMAKE_CUDA_ARCHITECTURES), else for those
 # devctx was built for (devctx_CUDA_ARCHITECTURES), as C++20, against the same CUDA runtime
 # library as devctx (static, or shared when devctx is a shared library: one runtime in the
@@ -17,13 +19,22 @@ macro(devctx_add_kernels target)
     message(FATAL_ERROR "devctx_add_kernels(${target} ...): there is no target devctx::devctx here; "
                         "call find_package(devctx), add_subdirectory(<devctx>) or FetchContent_MakeAvailable(devctx) first")
   endif()
-  get_target_property(_devctx_kernels_cuda devctx::devctx DEVCTX_CUDA)
-  if(_devctx_kernels_cuda AND NOT DEFINED CMAKE_CUDA_COMPILE_OBJECT)
+  _devctx_enable_cuda_here("devctx_add_kernels(${target} ...)")
+  _devctx_add_kernels(${target} ${ARGN})
+endmacro()
+
+# _devctx_enable_cuda_here(<caller>): when devctx has CUDA and the calling directory has not
+# enabled it, enables it there (find_package(devctx) at a directory's top level does so for the
+# whole directory and those below it), with devctx's architectures unless
+# CMAKE_CUDA_ARCHITECTURES is set.
+macro(_devctx_enable_cuda_here caller)
+  get_target_property(_devctx_here_cuda devctx::devctx DEVCTX_CUDA)
+  if(_devctx_here_cuda AND NOT DEFINED CMAKE_CUDA_COMPILE_OBJECT)
     if(CMAKE_CURRENT_FUNCTION)
-      message(FATAL_ERROR "devctx_add_kernels(${target} ...) was called inside the function "
-                          "${CMAKE_CURRENT_FUNCTION}(), where CUDA cannot be enabled for the directory "
-                          "${CMAKE_CURRENT_SOURCE_DIR}: call enable_language(CUDA) in that directory's "
-                          "CMakeLists.txt first (or call devctx_add_kernels outside functions)")
+      message(FATAL_ERROR "${caller} was called inside the function ${CMAKE_CURRENT_FUNCTION}(), where CUDA "
+                          "cannot be enabled for the directory ${CMAKE_CURRENT_SOURCE_DIR}: call "
+                          "enable_language(CUDA) in that directory's CMakeLists.txt first (or call "
+                          "devctx_add_kernels outside functions)")
     endif()
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       get_target_property(CMAKE_CUDA_ARCHITECTURES devctx::devctx DEVCTX_CUDA_ARCHITECTURES)
@@ -32,8 +43,7 @@ macro(devctx_add_kernels target)
     endif()
     enable_language(CUDA)
   endif()
-  unset(_devctx_kernels_cuda)
-  _devctx_add_kernels(${target} ${ARGN})
+  unset(_devctx_here_cuda)
 endmacro()
 
 function(_devctx_add_kernels target)
