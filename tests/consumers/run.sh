@@ -16,6 +16,9 @@
 # up), the CUDA runtime a program ends up with (exactly one), components that are missing,
 # pkg-config, and the Conan recipe (conan create).
 #
+# DEVCTX_CONSUMERS_ONLY=<regex> runs only the jobs and checks whose names match (while working
+# on one route).
+#
 # CPU_BUILD and CUDA_BUILD are configured and built devctx trees (CPU-only, and with CUDA), as
 # scripts/test.sh leaves them; they are installed into WORKDIR and the routes that build devctx
 # themselves use this checkout. Jobs run two at a time with one compile each (ccache, when
@@ -40,6 +43,8 @@ pypi_cmake=${DEVCTX_CI_CMAKE:-cmake==4.4.5}
 pypi_conan=${DEVCTX_CI_CONAN:-conan==2.34.0}
 parallel=2
 started=$SECONDS
+only=${DEVCTX_CONSUMERS_ONLY:-}
+wanted() { [[ -z "$only" || "$1" =~ $only ]]; }
 
 step() { printf '\n== %s\n' "$*"; }
 failures=0
@@ -197,8 +202,8 @@ launch() {
   fi
 }
 jobs_run=()
-job() { jobs_run+=("$1"); launch run_job passes "$@"; }
-job_fails() { jobs_run+=("$1"); launch run_job fails "$@"; }
+job() { wanted "$1" || return 0; jobs_run+=("$1"); launch run_job passes "$@"; }
+job_fails() { wanted "$1" || return 0; jobs_run+=("$1"); launch run_job fails "$@"; }
 
 arch_agree="architectures='([^']+)' app-architectures='\\1'"  # kernels default to devctx's architectures
 picks="devctx: CUDA kernels for architectures [0-9]"            # devctx picks and says which
@@ -218,6 +223,14 @@ if [[ $have_nvcc == yes ]]; then
       job "cuda-fetchcontent-$tag" fetchcontent $which cuda "$picks"$'\n'"$arch_agree" "${common[@]}" -DDEVCTX_URL="$url"
     done
   done
+  # devctx_add_kernels inside a function: fine after find_package (CUDA is on for the directory),
+  # a message saying what to do after add_subdirectory in a directory without CUDA.
+  job "cuda-find_package-debian-kernels-in-function" find_package debian cuda "$arch_agree" \
+    -DCMAKE_PREFIX_PATH="$prefix_cuda" -DCONSUMER_KERNELS_IN_FUNCTION=ON
+  job_fails "cuda-add_subdirectory-kernels-in-function" add_subdirectory debian cuda \
+    "was called inside the function"$'\n'"consumer_add_kernels\(\)"$'\n'"enable_language\(CUDA\)" \
+    -DDEVCTX_SOURCE_DIR="$src" \
+    -DCONSUMER_KERNELS_IN_FUNCTION=ON
   job "cuda-fetchcontent_find_package-debian" fetchcontent_find_package debian cuda "$installed"$'\n'"$arch_agree" \
     -DDEVCTX_URL="$url" -DCMAKE_PREFIX_PATH="$prefix_cuda"
   job "cuda-fetchcontent_find_package-pypi-cxx20" fetchcontent_find_package pypi cuda "$fetched"$'\n'"$arch_agree" \
@@ -262,6 +275,7 @@ done
 one_runtime() {
   local what=$1 kind=$2 file=$3
   local needs defines
+  [[ -e "$file" ]] || { wanted "$what" && fail "$what: $file was not built"; return 0; }
   needs=$(readelf -dW "$file" | grep -c 'NEEDED.*libcudart\.so' || true)
   defines=$(nm --defined-only "$file" 2> /dev/null | grep -c ' [Tt] cudaLaunchKernel$' || true)
   if [[ $kind == static && ($needs -ne 0 || $defines -ne 1) ]] || [[ $kind == shared && ($needs -ne 1 || $defines -ne 0) ]]; then
@@ -274,7 +288,7 @@ if [[ $have_nvcc == yes ]]; then
   step "one CUDA runtime per process"
   one_runtime "static devctx: app" static "$work/cuda-find_package-debian/build/app"
   one_runtime "static devctx: plugin" static "$work/cuda-find_package-debian-cxx20/build/libplugin.so"
-  one_runtime "shared devctx: libdevctx.so" shared "$(ls "$work"/cuda-shared-add_subdirectory-pypi/build/devctx/libdevctx.so.*.*.*)"
+  one_runtime "shared devctx: libdevctx.so" shared "$(ls "$work"/cuda-shared-add_subdirectory-pypi/build/devctx/libdevctx.so.*.*.* 2> /dev/null)"
   one_runtime "shared devctx: app" shared "$work/cuda-shared-add_subdirectory-pypi/build/app"
   one_runtime "shared devctx: plugin" shared "$work/cuda-shared-add_subdirectory-pypi/build/libplugin.so"
 fi
@@ -284,6 +298,7 @@ fi
 # compiler and `pkg-config --cflags --libs devctx` alone, run on the CPU backend.
 pc_check() {
   local name=$1 pc_dir=$2 ld_path=${3:-}
+  wanted "pkg-config-$name" || return 0
   local dir="$work/pkg-config-$name" program flags
   rm -rf "$dir" && mkdir -p "$dir"
   flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs devctx) || { fail "pkg-config $name: devctx.pc not found"; return; }
@@ -304,12 +319,14 @@ pc_check cpu-shared-debian-layout "$libdir/pkgconfig" "$libdir"
 # ---- Conan ---------------------------------------------------------------------------------------
 step "Conan: conan create packaging/conan (CPU-only package; builds and runs its test_package)"
 export CONAN_HOME="$work/conan-home"
-"$venv/bin/conan" profile detect --force > "$work/conan-profile.log" 2>&1
-if "$venv/bin/conan" create "$src/packaging/conan" -s compiler.cppstd=20 \
-     -s build_type=Release -c tools.build:jobs=$parallel --build=missing --no-remote \
-     -c tools.cmake.cmake_layout:test_folder="$work/conan-test_package" -c tools.cmake.cmaketoolchain:user_presets= \
-     > "$work/conan.log" 2>&1 &&
-   grep -q "^PASSED devctx" "$work/conan.log"; then
+if ! wanted conan; then
+  echo "(skipped)"
+elif "$venv/bin/conan" profile detect --force > "$work/conan-profile.log" 2>&1 &&
+     "$venv/bin/conan" create "$src/packaging/conan" -s compiler.cppstd=20 \
+       -s build_type=Release -c tools.build:jobs=$parallel --build=missing --no-remote \
+       -c tools.cmake.cmake_layout:test_folder="$work/conan-test_package" -c tools.cmake.cmaketoolchain:user_presets= \
+       > "$work/conan.log" 2>&1 &&
+     grep -q "^PASSED devctx" "$work/conan.log"; then
   printf '  ok  %-48s %s\n' "conan create" "$(grep -m1 '^PASSED devctx' "$work/conan.log")"
 else
   tail -30 "$work/conan.log"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The consumer projects' targets, the same whichever route brought devctx in (each route's
 # CMakeLists.txt includes this after devctx::devctx exists):
-#   app        kernels (devctx_add_kernels), run on the default device
+#   app        kernels (devctx_add_kernels; inside a function with CONSUMER_KERNELS_IN_FUNCTION),
+#              run on the default device
 #   host_only  no kernels: plain C++ against devctx::devctx
 #   plugin, loader and tls_filler_<bytes>   with CONSUMER_DLOPEN: a module with kernels loaded
 #              by dlopen after the static TLS surplus is used up (see loader.cpp)
@@ -9,7 +10,14 @@
 set(_consumer_common ${CMAKE_CURRENT_LIST_DIR})
 
 add_executable(app ${_consumer_common}/app.cpp)
-devctx_add_kernels(app ${_consumer_common}/app.cpp)
+if(CONSUMER_KERNELS_IN_FUNCTION)  # as projects that wrap their targets' definitions do
+  function(consumer_add_kernels target)
+    devctx_add_kernels(${target} ${ARGN})
+  endfunction()
+  consumer_add_kernels(app ${_consumer_common}/app.cpp)
+else()
+  devctx_add_kernels(app ${_consumer_common}/app.cpp)
+endif()
 target_link_libraries(app PRIVATE devctx::devctx)
 if(DEFINED devctx_VERSION)
   target_compile_definitions(app PRIVATE CONSUMER_EXPECTED_VERSION="${devctx_VERSION}")
