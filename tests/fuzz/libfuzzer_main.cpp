@@ -1,0 +1,30 @@
+// tests/fuzz/libfuzzer_main.cpp - devctx_fuzz_libfuzzer: the libFuzzer entry point. Each input's
+// bytes drive the same generator as the differential fuzzer (choices.hpp: ByteChoices), so an
+// input decodes to a race-free program over the CPU backend, which is run and checked against
+// the model like any other. A mismatch aborts (libFuzzer saves the input); ASan and UBSan,
+// built into the library in this configuration, catch memory errors on the way.
+// Replay a saved input with full reporting: devctx_fuzz_diff --bytes crash-<hash>.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "fuzz/libfuzzer_options.hpp"
+#include "fuzz/session.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace devctx_fuzz;
+  ByteChoices choices({data, size});
+  const RunResult r = run_generated(devctx::Api::cpu, choices, libfuzzer_options(), kLibFuzzerMaxOps, true);
+  if (r.failed) {
+    std::fprintf(stderr, "devctx_fuzz_libfuzzer: MISMATCH at op %zu (%s): %s\n%s", r.failed_at,
+                 r.failed_at < r.ops.size() ? to_text(r.ops[r.failed_at]).c_str() : "final check", r.failure.c_str(),
+                 reproduction(run_ops(devctx::Api::cpu, r.ops, true)).c_str());
+    std::abort();
+  }
+  return 0;
+}
+
+// Huge allocations are part of the op language: they must fail with devctx::Error, so ASan's
+// allocator must return null for them rather than stop the process.
+extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
