@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   std::string backend = "cpu", replay, bytes, save;
   double minimize_seconds = 120;
   GenOptions opt;
-  bool no_overlap = false, no_huge = false, no_throw = false, no_large = false, stats = false;
+  bool no_overlap = false, no_huge = false, no_throw = false, no_fiber_throw = false, no_large = false, stats = false, print = false;
   app.add_option("--seed", seed, "first seed");
   app.add_option("--seeds", seeds, "number of seeds (seed, seed + 1, ...)");
   app.add_option("--ops", ops, "ops per seed");
@@ -81,12 +81,15 @@ int main(int argc, char** argv) {
   app.add_flag("--no-overlap-copies", no_overlap, "no copies between overlapping parts of one buffer (issue 10 item 4)");
   app.add_flag("--no-huge-sizes", no_huge, "no allocation sizes that wrap when rounded up (issue 10 item 1)");
   app.add_flag("--no-throwing-kernels", no_throw, "no kernels that throw");
+  app.add_flag("--no-throws-in-fibers", no_fiber_throw, "no kernels that throw between barriers (sanitizer builds)");
+  app.add_flag("--print", print, "with --replay or --bytes: print the program (ops and C++) even when it passes");
   app.add_flag("--stats", stats, "print how many ops of each kind ran and were refused");
   app.add_flag("--no-large-buffers", no_large, "no buffers of 1-2 MiB");
   CLI11_PARSE(app, argc, argv);
   opt.overlap_copies = !no_overlap;
   opt.huge_sizes = !no_huge;
   opt.throwing_kernels = !no_throw;
+  opt.throws_in_fibers = !no_fiber_throw;
   opt.large_buffers = !no_large;
 
   const devctx::Api api = backend == "cuda" ? devctx::Api::cuda : devctx::Api::cpu;
@@ -106,6 +109,7 @@ int main(int argc, char** argv) {
     }
     const RunResult r = run_ops(api, *program, true);
     if (r.failed) return report(api, r, "replaying " + replay, minimize_seconds, save);
+    if (print) std::printf("%s", reproduction(r).c_str());
     std::printf("devctx_fuzz_diff: %s: %zu ops matched the model\n", replay.c_str(), r.ops.size());
     return 0;
   }
@@ -114,6 +118,7 @@ int main(int argc, char** argv) {
     ByteChoices choices({reinterpret_cast<const std::uint8_t*>(data.data()), data.size()});
     const RunResult r = run_generated(api, choices, libfuzzer_options(), kLibFuzzerMaxOps, true);
     if (r.failed) return report(api, r, "decoding " + bytes, minimize_seconds, save);
+    if (print) std::printf("%s", reproduction(run_ops(api, r.ops, true)).c_str());
     std::printf("devctx_fuzz_diff: %s: %zu ops matched the model\n", bytes.c_str(), r.ops.size());
     return 0;
   }

@@ -383,7 +383,8 @@ std::optional<Op> Generator::make_kernel(const Model& m) {
       op.grid = grid_shape(l, 3, std::max<std::uint64_t>(1, 4096 / op.block.volume()));
     }
     const std::uint64_t threads = op.grid.volume() * op.block.volume();
-    op.value = c_.below(std::min<std::uint64_t>(threads, 0xFFFFFFFFu) + 2) | (c_.percent(50) ? std::uint64_t{1} << 32 : 0);
+    const bool behind_barrier = c_.percent(50) && opt_.throws_in_fibers;
+    op.value = c_.below(std::min<std::uint64_t>(threads, 0xFFFFFFFFu) + 2) | (behind_barrier ? std::uint64_t{1} << 32 : 0);
     return op;
   }
   const bool use_moved = c_.percent(3);

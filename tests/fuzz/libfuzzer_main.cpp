@@ -14,6 +14,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace devctx_fuzz;
+  // The CPU device (its worker pool) lives while any context of it does. Holding one for the
+  // whole run keeps the pool from being torn down inside an input, as in a long-running program:
+  // a device dropped by a worker detaches its threads (cpu_device.cpp), and LeakSanitizer's
+  // check right after the input then reported their blocks as leaked (docs/fuzzing.md).
+  static const devctx::DeviceContext keep_device_open{devctx::Api::cpu};
   ByteChoices choices({data, size});
   const RunResult r = run_generated(devctx::Api::cpu, choices, libfuzzer_options(), kLibFuzzerMaxOps, true);
   if (r.failed) {

@@ -19,6 +19,7 @@ inline GenOptions libfuzzer_options() {
   o.large_buffers = false;
   o.overlap_copies = false;
   o.huge_sizes = false;
+  o.throws_in_fibers = false;
   return o;
 }
 
