@@ -65,7 +65,7 @@ int report(devctx::Api api, const RunResult& failed, const std::string& what, do
 int main(int argc, char** argv) {
   CLI::App app{"devctx_fuzz_diff: random programs over devctx, checked against a host model"};
   std::uint64_t seed = 1, seeds = 1, ops = 10000;
-  std::string backend = "cpu", replay, bytes, save;
+  std::string backend = "cpu", replay, bytes, save, dump;
   double minimize_seconds = 120;
   GenOptions opt;
   bool no_overlap = false, no_huge = false, no_throw = false, no_fiber_throw = false, no_large = false, stats = false, print = false;
@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   app.add_option("--replay", replay, "run the ops in FILE (a reproduction printed earlier)");
   app.add_option("--bytes", bytes, "decode FILE as the libFuzzer harness does, and run it");
   app.add_option("--save", save, "write the reproduction of a failure to FILE");
+  app.add_option("--dump", dump, "write each seed's whole program to FILE (the last seed's stays), to replay elsewhere");
   app.add_option("--minimize-seconds", minimize_seconds, "time to spend shortening a failing program (0: none)");
   app.add_option("--max-elements", opt.max_elements, "largest ordinary buffer, in elements");
   app.add_flag("--no-overlap-copies", no_overlap, "no copies between overlapping parts of one buffer (issue 10 item 4)");
@@ -129,6 +130,10 @@ int main(int argc, char** argv) {
   for (std::uint64_t s = seed; s < seed + seeds; ++s) {
     SeededChoices choices(s);
     const RunResult r = run_generated(api, choices, opt, ops, true);
+    if (!dump.empty()) {
+      std::ofstream out(dump);
+      for (const Op& op : r.ops) out << to_text(op) << '\n';
+    }
     if (r.failed) return report(api, r, "seed " + std::to_string(s), minimize_seconds, save);
     total_ran += r.ran;
     total_skipped += r.skipped;

@@ -29,7 +29,3 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   return 0;
 }
-
-// Huge allocations are part of the op language: they must fail with devctx::Error, so ASan's
-// allocator must return null for them rather than stop the process.
-extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
