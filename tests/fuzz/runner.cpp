@@ -143,6 +143,10 @@ void Runner::note(std::string line) {
   if (keep_trace_) trace_.push_back(std::move(line));
 }
 
+std::string Runner::declare(const std::string& name) {
+  return declared_.insert(name).second ? "auto " + name : name;
+}
+
 Status Runner::apply(const Op& op) {
   try {
     refused_ = false;
@@ -178,12 +182,23 @@ std::string view_expr(const SlotModel& s, int slot, const View& v, bool as_const
   if (as_const) name = "std::as_const(" + name + ")";
   if (v.whole) return name;
   const std::string args = std::to_string(v.offset) + ", " + std::to_string(v.count);
-  if (s.kind == BufKind::vec) return (as_const ? "std::span<const " : "std::span<") + std::string(s.elem == Elem::u8 ? "std::uint8_t" : "std::uint32_t") + ">(" + slot_name(slot, s.kind, s.elem) + ").subspan(" + args + ")";
+  if (s.kind == BufKind::vec) {
+    const std::string type = s.elem == Elem::u8 ? "std::uint8_t" : "std::uint32_t";
+    return (as_const ? "std::span<const " : "std::span<") + type + ">(" + slot_name(slot, s.kind, s.elem) +
+           ").subspan(" + args + ")";
+  }
   return name + ".slice(" + args + ")";
 }
 
 std::string stream_name(int s) {
   return s == 0 ? "ctx" : s == kSecondContext ? "ctx2" : "s" + std::to_string(s);
+}
+
+/// One stream's synchronize: for a context's own stream that is StreamRef::synchronize, which
+/// DeviceContext::synchronize (every stream of the context) hides.
+std::string stream_sync_expr(int s) {
+  if (s == 0 || s == kSecondContext) return "static_cast<devctx::StreamRef&>(" + stream_name(s) + ").synchronize()";
+  return stream_name(s) + ".synchronize()";
 }
 
 }  // namespace
@@ -212,6 +227,7 @@ Status Runner::run(const Op& op) {
       return false;
     }
     if (!e.may_succeed) {
+      note(at + expr + ";");
       fail(expr + " succeeded; the model expected devctx::Error " + codes_text(e.codes));
       return std::nullopt;
     }
@@ -243,12 +259,14 @@ Status Runner::run(const Op& op) {
         model_.create(op.slot, op.buf_kind, op.elem, op.count);
         model_.host_fill(op.slot, op.value);
         host_write(o.slots[op.slot], op.value, op.elem);
-        note(at + name + " = fuzz_values<" + tname + ">(" + std::to_string(op.count) + ", " + std::to_string(op.value) + ");");
+        note(at + declare(name) + " = fuzz_values<" + tname + ">(" + std::to_string(op.count) + ", " +
+             std::to_string(op.value) + ");");
         return Status::ran;
       }
       devctx::StreamRef& s = o.stream(op.stream);
       const char* verb = op.buf_kind == BufKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer";
-      const std::string expr = name + " = " + stream_name(op.stream) + "." + verb + "<" + tname + ">(" + std::to_string(op.count) + ")";
+      const std::string expr = declare(name) + " = " + stream_name(op.stream) + "." + verb + "<" + tname + ">(" +
+                               std::to_string(op.count) + ")";
       const auto ok = call(e, expr, [&] {
         if (op.buf_kind == BufKind::device) {
           if (op.elem == Elem::u32) o.slots[op.slot] = s.enqueue_create_buffer<u32>(count);
@@ -280,7 +298,7 @@ Status Runner::run(const Op& op) {
       if (op.slot >= kSlots || op.slot2 >= kSlots || op.slot == op.slot2) return Status::skipped;
       const SlotModel& s = model_.slot(op.slot);
       if (s.state == SlotModel::State::empty) return Status::skipped;
-      note(at + slot_name(op.slot2, s.kind, s.elem) + " = std::move(" + slot_name(op.slot, s.kind, s.elem) + ");");
+      note(at + declare(slot_name(op.slot2, s.kind, s.elem)) + " = std::move(" + slot_name(op.slot, s.kind, s.elem) + ");");
       o.slots[op.slot2] = std::move(o.slots[op.slot]);
       if (s.kind == BufKind::vec) o.slots[op.slot] = std::monostate{};
       model_.move(op.slot, op.slot2);
@@ -478,7 +496,7 @@ Status Runner::run(const Op& op) {
     case OpKind::sync_event: {
       if (op.kind == OpKind::sync_event && op.slot >= kEvents) return Status::skipped;
       const std::string expr = op.kind == OpKind::sync_context  ? "ctx.synchronize()"
-                               : op.kind == OpKind::sync_stream ? stream_name(op.stream) + ".synchronize()"
+                               : op.kind == OpKind::sync_stream ? stream_sync_expr(op.stream)
                                                                 : "e" + std::to_string(op.slot) + ".synchronize()";
       if (op.kind == OpKind::sync_event && !model_.event(op.slot).recorded) {
         Expect e;
@@ -565,20 +583,22 @@ Status Runner::run(const Op& op) {
       Expect e;
       e.error(Errc::invalid_handle);
       std::vector<u32> a(4), b(4);
-      std::string expr;
-      std::function<void()> f;
-      switch (op.value % 9) {
-        case 0: expr = "moved_stream.enqueue_create_buffer<std::uint32_t>(4)"; f = [&] { (void)o.moved_stream.enqueue_create_buffer<u32>(4); }; break;
-        case 1: expr = "moved_stream.enqueue_copy(a, b)"; f = [&] { o.moved_stream.enqueue_copy(a, b); }; break;
-        case 2: expr = "moved_stream.synchronize()"; f = [&] { o.moved_stream.synchronize(); }; break;
-        case 3: expr = "moved_stream.record_event()"; f = [&] { (void)o.moved_stream.record_event(); }; break;
-        case 4: expr = "moved_stream.enqueue_wait_for(e0)"; f = [&] { o.moved_stream.enqueue_wait_for(o.events[0]); }; break;
-        case 5: expr = "moved_stream.enqueue_function<fuzz_fail>({.grid_dim = 1, .block_dim = 1}, 0ull)"; f = [&] { launch_fail(o.moved_stream, {.grid_dim = 1, .block_dim = 1}, 0); }; break;
-        case 6: expr = "moved_ctx.synchronize()"; f = [&] { o.moved_ctx.synchronize(); }; break;
-        case 7: expr = "(void)moved_ctx.create_stream()"; f = [&] { (void)o.moved_ctx.create_stream(); }; break;
-        default: expr = "moved_ctx.enqueue_create_host_buffer<std::uint8_t>(1)"; f = [&] { (void)o.moved_ctx.enqueue_create_host_buffer<u8>(1); }; break;
-      }
-      // (e0 may be empty as well: invalid_handle either way.)
+      // Each verb on a moved-from Stream or DeviceContext (e0 may be empty too: invalid_handle either way).
+      const std::array<std::pair<const char*, std::function<void()>>, 9> verbs = {{
+          {"moved_stream.enqueue_create_buffer<std::uint32_t>(4)",
+           [&] { (void)o.moved_stream.enqueue_create_buffer<u32>(4); }},
+          {"moved_stream.enqueue_copy(a, b)", [&] { o.moved_stream.enqueue_copy(a, b); }},
+          {"moved_stream.synchronize()", [&] { o.moved_stream.synchronize(); }},
+          {"moved_stream.record_event()", [&] { (void)o.moved_stream.record_event(); }},
+          {"moved_stream.enqueue_wait_for(e0)", [&] { o.moved_stream.enqueue_wait_for(o.events[0]); }},
+          {"moved_stream.enqueue_function<fuzz_fail>({.grid_dim = 1, .block_dim = 1}, 0ull)",
+           [&] { launch_fail(o.moved_stream, {.grid_dim = 1, .block_dim = 1}, 0); }},
+          {"moved_ctx.synchronize()", [&] { o.moved_ctx.synchronize(); }},
+          {"(void)moved_ctx.create_stream()", [&] { (void)o.moved_ctx.create_stream(); }},
+          {"moved_ctx.enqueue_create_host_buffer<std::uint8_t>(1)",
+           [&] { (void)o.moved_ctx.enqueue_create_host_buffer<u8>(1); }},
+      }};
+      const auto& [expr, f] = verbs[op.value % verbs.size()];
       return call(e, expr, f) ? Status::ran : Status::failed;
     }
   }

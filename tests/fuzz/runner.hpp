@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,11 +62,14 @@ class Runner {
   Status check_host_visible(const char* when);
   Status fail(std::string message);
   void note(std::string line);
+  /// `name`, with "auto " before it the first time the trace assigns it.
+  [[nodiscard]] std::string declare(const std::string& name);
 
   std::unique_ptr<Objects> objects_;  // before model_: the model takes the device's limits from it
   Model model_;
   std::string failure_;
   std::vector<std::string> trace_;
+  std::set<std::string> declared_;
   bool keep_trace_ = false;
   std::uint64_t checked_elements_ = 0;
   Counts counts_;

@@ -114,8 +114,13 @@ std::string reproduction(const RunResult& r) {
   for (const Op& op : r.ops) s += to_text(op) + "\n";
   s += "# the same program as devctx calls (d = DeviceBuffer, h = HostBuffer, v = std::vector; _8: uint8_t\n"
        "# elements, else uint32_t; fuzz_values / fuzz_fill write Model::fill_value(seed, i))\n";
-  s += "devctx::DeviceContext ctx{api};\nauto s1 = ctx.create_stream(), s2 = ctx.create_stream(), s3 = ctx.create_stream();\n"
-       "devctx::Event e0, e1, e2, e3;\n";
+  s += "devctx::DeviceContext ctx{api}, ctx2{api};  // ctx2: a second context of the same device\n"
+       "auto s1 = ctx.create_stream(), s2 = ctx.create_stream(), s3 = ctx.create_stream();\n"
+       "devctx::Event e0, e1, e2, e3;\n"
+       "devctx::Stream moved_stream = ctx.create_stream();\n"
+       "devctx::DeviceContext moved_ctx{api};\n"
+       "{ auto taken = std::move(moved_stream); auto taken_ctx = std::move(moved_ctx); }\n"
+       "std::vector<std::uint32_t> a(4), b(4);\n";
   for (const std::string& line : r.trace) s += line + "\n";
   return s;
 }
