@@ -21,8 +21,9 @@ struct GenOptions {
   /// item 4 (wrong above 1 MiB on the CPU; semantics undecided, undefined on CUDA).
   bool overlap_copies = true;
   /// Allocation sizes whose byte count rounds up past 2^64. Off with --no-huge-sizes: issue 10
-  /// item 1 (they "succeed" with a tiny block behind them). Sizes that overflow the byte count
-  /// itself, and absurd but representable ones, are generated either way.
+  /// item 1 (they "succeeded" with a tiny block behind them; fixed since, the switch stays for
+  /// older trees). Sizes that overflow the byte count itself, and absurd but representable ones,
+  /// are generated either way.
   bool huge_sizes = true;
   /// Kernels that throw (CPU backend). Off with --no-throwing-kernels.
   bool throwing_kernels = true;

@@ -18,7 +18,6 @@ inline GenOptions libfuzzer_options() {
   o.max_elements = 256;
   o.large_buffers = false;
   o.overlap_copies = false;
-  o.huge_sizes = false;
   o.throws_in_fibers = false;
   return o;
 }
