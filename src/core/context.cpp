@@ -36,13 +36,8 @@ std::shared_ptr<DeviceImpl> open_device(Api api, int id) {
   const int available = DeviceContext::count(api);
   if (id < 0 || id >= available) {
     if (api == Api::cuda && available == 0)
-      fail(Errc::not_available, "no CUDA device: ",
-#if defined(DEVCTX_HAVE_CUDA)
-           "devctx was built with CUDA but no GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES); "
-#else
-           "devctx was built without CUDA (configure with -DDEVCTX_ENABLE_CUDA=ON and nvcc on the PATH); "
-#endif
-           "use DeviceContext{devctx::Api::cpu} to run on the CPU");
+      fail(Errc::not_available, "no CUDA device: ", cuda_absent_reason(),
+           "; use DeviceContext{devctx::Api::cpu} to run on the CPU");
     fail(Errc::not_available, "device ", to_string(api), ':', id, " does not exist: ", available, ' ',
          to_string(api), " device(s) are present (ids 0..", std::max(available - 1, 0), ')');
   }
