@@ -126,4 +126,20 @@ inline void fiber_stack_released([[maybe_unused]] FiberStack stack) noexcept {
 #endif
 }
 
+// ---- the executor's side ------------------------------------------------------------------------
+
+/// Parks the calling fiber, whose GPU thread has finished (`executor` is its BlockExecutor), and
+/// resumes the fiber that BlockExecutor chooses; returns when the fiber is resumed for its thread
+/// in the next block. Only BlockExecutor's thread loop calls it. Assembly with the fast barrier
+/// (fiber_x86_64.cpp), C++ elsewhere (cooperative.cpp).
+extern "C" void devctx_fiber_park(const void* executor);
+
+#if DEVCTX_FIBER_FAST_BARRIER
+/// Makes the suspended fiber at `sp` throw (a BlockAbort, see block_executor.hpp) from the call
+/// it is suspended in, instead of returning from it, when it is next resumed. A frame made by
+/// fiber_prepare is left as it is: its entry must check for the abort itself. (Without the fast
+/// barrier, a resumed fiber checks the executor's abort flag instead.)
+void fiber_arm_abort(FiberSp sp) noexcept;
+#endif
+
 }  // namespace devctx::detail::cpu
