@@ -364,7 +364,7 @@ std::uint64_t descend(const DeepFiber& self, unsigned depth) {
 void deep_member(void* p) {
   const DeepFiber self = *static_cast<DeepFiber*>(p);
   Deep& deep = *self.deep;
-  constexpr unsigned kDepth = 150;  // about 40 KiB of the 64 KiB stack
+  constexpr unsigned kDepth = 150;  // about 40 KiB of stack, twice that with ASan's redzones
   const std::uint64_t sum = descend(self, kDepth);
   std::uint64_t expect = 0;
   for (unsigned d = 0; d <= kDepth; ++d)
@@ -377,7 +377,7 @@ void deep_member(void* p) {
 
 TEST(Fiber, DeepStacksSurviveSwitchesAtEveryLevel) {
   constexpr std::size_t n = 6;
-  Stacks stacks(n, kStackBytes);
+  Stacks stacks(n, 4 * kStackBytes);
   Deep deep;
   deep.sps.resize(n);
   std::vector<DeepFiber> members(n);
