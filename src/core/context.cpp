@@ -94,8 +94,16 @@ class ContextImpl {
   [[nodiscard]] DeviceImpl& device() const { return *device_; }
   [[nodiscard]] QueueImpl& queue() const { return *queue_; }
 
-  Stream create_stream() {
-    auto queue = device_->create_queue();
+  ContextImpl(const ContextImpl&) = delete;
+  ContextImpl& operator=(const ContextImpl&) = delete;
+  // Never blocks: view releases whose work has finished run now, the others at the device's
+  // next synchronize.
+  ~ContextImpl() { device_->run_finished_releases(); }
+
+  Stream create_stream() { return adopt(device_->create_queue()); }
+  Stream wrap_native_stream(void* native) { return adopt(device_->wrap_native_queue(native)); }
+
+  Stream adopt(std::shared_ptr<QueueImpl> queue) {
     const std::lock_guard lock(mutex_);
     std::erase_if(streams_, [](const auto& s) { return s.expired(); });
     streams_.push_back(queue);
@@ -121,6 +129,7 @@ class ContextImpl {
     };
     sync(*queue_);
     for (const auto& q : streams) sync(*q);
+    device_->run_finished_releases();
     if (first) std::rethrow_exception(first);
   }
 
@@ -188,7 +197,17 @@ void enqueue_launch(QueueImpl& queue, const KernelLaunch& launch) {
   queue.launch(launch);
 }
 
-void queue_synchronize(QueueImpl& queue) { queue.synchronize(); }
+void queue_synchronize(QueueImpl& queue) {
+  struct RunReleases {
+    DeviceImpl& device;
+    ~RunReleases() { device.run_finished_releases(); }
+  } run_releases{queue.device()};
+  queue.synchronize();
+}
+
+Stream context_wrap_native_stream(DeviceContext& context, void* native) {
+  return context.impl().wrap_native_stream(native);
+}
 
 std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return queue.record_event(); }
 
@@ -246,6 +265,7 @@ void DeviceContext::synchronize() { impl().synchronize(); }
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
   impl_->synchronize();
+  impl_->device().run_finished_releases();
 }
 
 bool Event::query() const {
