@@ -10,7 +10,7 @@
 #   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
-#   4. compute-sanitizer memcheck and racecheck over every gpu-labelled test's command line
+#   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
 #      (found with `ctest -L gpu -LE gpu_fault --show-only=json-v1`; the device-fault runs,
 #      label gpu_fault, fault on purpose)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
@@ -213,6 +213,12 @@ if command -v compute-sanitizer >/dev/null; then
       # programs other than GoogleTest ones (the smoke check) ignore it.
       # shellcheck disable=SC2086
       step "racecheck $name" "racecheck-$name.log" sanitize racecheck "$env GTEST_FILTER=-*HostThreads*" $cmd
+      # initcheck: device memory read before anything wrote it; synccheck: barrier and warp-sync
+      # misuse. Both over the whole program, like memcheck.
+      # shellcheck disable=SC2086
+      step "initcheck $name" "initcheck-$name.log" sanitize initcheck "$env" $cmd
+      # shellcheck disable=SC2086
+      step "synccheck $name" "synccheck-$name.log" sanitize synccheck "$env" $cmd
     done < <(gpu_test_commands)
   fi
   [[ $SANITIZED == 0 ]] && skip "compute-sanitizer over gpu tests" "no gpu-labelled tests found"

@@ -8,12 +8,15 @@
 // that work has finished (docs/interop.md).
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <cstddef>
 #include <type_traits>
 #include <utility>
 
 #include <devctx/buffer.hpp>
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/span.hpp>
 
 namespace devctx {

@@ -15,8 +15,11 @@
 #include <functional>
 #include <utility>
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <devctx/context.hpp>
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
 #include <devctx/device_view.hpp>
 #include <devctx/event.hpp>
@@ -31,17 +34,6 @@ namespace devctx {
 using CudaStreamHandle = CUstream_st*;
 /// CUDA's cudaEvent_t (and CUevent): the same type.
 using CudaEventHandle = CUevent_st*;
-
-namespace detail {
-[[nodiscard]] const DeviceInfo& queue_device_info(QueueImpl& queue);
-[[nodiscard]] const DeviceInfo& allocation_device_info(const Allocation& allocation);
-[[nodiscard]] void* queue_native_stream(QueueImpl& queue, const char* operation);
-[[nodiscard]] void* event_native_handle(const Event& event);
-[[nodiscard]] Stream context_wrap_native_stream(DeviceContext& context, void* native);
-[[nodiscard]] AllocationPtr wrap_memory(QueueImpl& queue, const void* data, std::size_t count,
-                                        std::size_t element_bytes, std::size_t alignment,
-                                        std::function<void()> on_release);
-}  // namespace detail
 
 /// The device `stream` runs on (a DeviceContext, a Stream, any StreamRef): its backend `api`,
 /// its `id` and its limits. On a CUDA device `id` is the CUDA runtime's device ordinal, as
@@ -72,7 +64,7 @@ namespace detail {
 /// (cudaStreamWaitEvent, cudaEventSynchronize). Throws devctx::Error (not_available) for an
 /// event of the CPU backend and (invalid_handle) for a default-constructed Event.
 [[nodiscard]] inline CudaEventHandle cuda_event(const Event& event) {
-  return static_cast<CudaEventHandle>(detail::event_native_handle(event));
+  return static_cast<CudaEventHandle>(detail::event_native_handle(event.impl()));
 }
 
 /// A devctx Stream over a CUDA stream made elsewhere (by PyTorch, CuPy, your own
@@ -106,7 +98,7 @@ namespace detail {
 template <class T>
 [[nodiscard]] DeviceView<T> wrap_device_memory(const StreamRef& stream, T* data, std::size_t count,
                                                std::function<void()> on_release = {}) {
-  auto record = detail::wrap_memory(stream.queue(), data, count, sizeof(T), alignof(T), std::move(on_release));
+  auto record = detail::queue_wrap_memory(stream.queue(), data, count, sizeof(T), alignof(T), std::move(on_release));
   return DeviceView<T>(std::move(record), data, count);
 }
 

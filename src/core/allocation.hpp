@@ -1,4 +1,5 @@
-// src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer.
+// src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer: which queue
+// allocated the memory, which other queues used it, and its stream-ordered release.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 #include "core/backend.hpp"
 
@@ -25,12 +26,7 @@ class Allocation {
         on_release_(std::move(on_release)) {}
 
   [[nodiscard]] void* data() const noexcept { return data_; }
-  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
-  [[nodiscard]] MemKind kind() const noexcept { return kind_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
-  [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
-  /// True for memory devctx did not allocate (a DeviceView's).
-  [[nodiscard]] bool external() const noexcept { return external_; }
 
   /// Remembers that `queue` enqueued work on this memory, so the free waits for it too.
   void note_use(QueueImpl& queue);

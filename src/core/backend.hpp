@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
 
 namespace devctx::detail {

@@ -26,16 +26,16 @@ void* queue_native_stream(QueueImpl& queue, const char* operation) {
   return native;
 }
 
-void* event_native_handle(const Event& event) {
+void* event_native_handle(const std::shared_ptr<EventImpl>& event) {
   if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
-  void* native = event.impl()->native_handle();
+  void* native = event->native_handle();
   if (native == nullptr)
-    fail(Errc::not_available, "cuda_event: the event was recorded on ", event.impl()->device().label(),
+    fail(Errc::not_available, "cuda_event: the event was recorded on ", event->device().label(),
          ", which has no native CUDA events; CUDA interop needs a context on a CUDA device");
   return native;
 }
 
-AllocationPtr wrap_memory(QueueImpl& queue, const void* data, std::size_t count, std::size_t element_bytes,
+AllocationPtr queue_wrap_memory(QueueImpl& queue, const void* data, std::size_t count, std::size_t element_bytes,
                           std::size_t alignment, std::function<void()> on_release) {
   DeviceImpl& device = queue.device();
   // A good moment to tell earlier views' owners that devctx is done with their memory.

@@ -27,16 +27,12 @@
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_queue.hpp"
 #include "core/backend.hpp"
+#include "core/environment.hpp"
 #include "core/errors.hpp"
 
 namespace devctx::detail {
 namespace cuda {
 namespace {
-
-bool env_disabled(const char* name) {
-  const char* text = std::getenv(name);
-  return text != nullptr && std::strcmp(text, "0") == 0;
-}
 
 /// The kernel this thread launched last, so that a loop of launches of one kernel skips the
 /// device's lock. Kernel attributes are fixed per device id and kernel for the whole process.
@@ -82,7 +78,7 @@ CudaDevice::CudaDevice(int id) : health_(context_health(id)) {
   // Stream-ordered page-locked host memory, where the driver offers it.
   int host_pools = 0;
   if (!succeeded(cudaDeviceGetAttribute(&host_pools, cudaDevAttrHostMemoryPoolsSupported, id))) host_pools = 0;
-  if (host_pools != 0 && !env_disabled("DEVCTX_CUDA_HOST_POOL")) {
+  if (host_pools != 0 && env_flag("DEVCTX_CUDA_HOST_POOL", true)) {
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
