@@ -146,7 +146,14 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
   queue.launch(launch);
 }
 
-void queue_synchronize(QueueImpl& queue) { queue.synchronize(); }
+void queue_synchronize(QueueImpl& queue) {
+  // Views of foreign memory whose work is done tell their owners now, whether or not it failed.
+  struct RunReleases {
+    DeviceImpl& device;
+    ~RunReleases() { device.run_finished_releases(); }
+  } run_releases{queue.device()};
+  queue.synchronize();
+}
 
 std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return queue.record_event(); }
 

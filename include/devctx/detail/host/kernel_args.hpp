@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <devctx/buffer.hpp>
+#include <devctx/device_view.hpp>
 #include <devctx/span.hpp>
 
 namespace devctx {
@@ -67,6 +68,10 @@ template <class T> struct is_device_buffer : std::false_type {};
 template <class T> struct is_device_buffer<DeviceBuffer<T>> : std::true_type {};
 template <class T> struct is_device_slice : std::false_type {};
 template <class T> struct is_device_slice<DeviceSlice<T>> : std::true_type {};
+// A DeviceView passes as a slice does.
+template <class T> struct is_device_slice<DeviceView<T>> : std::true_type {};
+template <class T> struct is_device_view : std::false_type {};
+template <class T> struct is_device_view<DeviceView<T>> : std::true_type {};
 template <class T> struct is_devctx_span : std::false_type {};
 template <class T> struct is_devctx_span<span<T>> : std::true_type {};
 
@@ -131,6 +136,7 @@ template <class A>
 Allocation* buffer_of(const A& arg) {
   using D = std::remove_cvref_t<A>;
   if constexpr (is_device_buffer<D>::value) return arg.as_slice().allocation();
+  else if constexpr (is_device_view<D>::value) return arg.as_slice().allocation();  // throws when moved-from
   else if constexpr (is_device_slice<D>::value) return arg.allocation();
   else return nullptr;
 }
