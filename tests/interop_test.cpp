@@ -209,6 +209,32 @@ TEST_P(Interop, AViewChecksItsPointerAndCount) {
   }
 }
 
+TEST_P(Interop, ARawSpanKernelArgumentIsCheckedAsAViewIs) {
+  const std::size_t n = 1000;
+  const auto values = devctx_test::random_vector<std::int32_t>(rng, n, -1000, 1000);
+  // Over device memory it passes on every backend.
+  auto buffer = upload(ctx(), values);
+  ctx().enqueue_function<interop_add>(cover(n), buffer.span(), 3);
+  auto v = download(ctx(), buffer);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], values[i] + 3) << i;
+  // Over host memory: the CPU backend's device memory; refused before anything is enqueued on CUDA.
+  std::vector<std::int32_t> host = values;
+  const devctx::span<std::int32_t> raw(host.data(), host.size());
+  if (on_cpu()) {
+    ctx().enqueue_function<interop_add>(cover(n), raw, -1);
+    ctx().synchronize();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(host[i], values[i] - 1) << i;
+  } else {
+    auto e = error_of([&] { ctx().enqueue_function<interop_add>(cover(n), raw, -1); });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::invalid_argument);
+    EXPECT_THAT(e->what(), HasSubstr("argument 1 (a devctx::span)"));
+    EXPECT_THAT(e->what(), HasSubstr("ordinary host memory"));
+    ctx().synchronize();
+    EXPECT_TRUE(devctx_test::all_equal(values, host));
+  }
+}
+
 TEST_P(Interop, AMovedFromViewIsAnInvalidHandleEverywhere) {
   ForeignMemory m(ctx(), 16);
   auto view = devctx::wrap_device_memory(ctx(), m.memory.data, 16);

@@ -178,23 +178,8 @@ HostArray make_host_array(const Context& c, nb::handle shape, std::string_view d
 
 Context open_context(std::optional<std::string> device) {
   if (!device) return Context{std::make_shared<devctx::DeviceContext>()};
-  std::string name = *device;
-  int id = 0;
-  if (const auto colon = name.find(':'); colon != std::string::npos) {
-    const std::string number = name.substr(colon + 1);
-    name = name.substr(0, colon);
-    std::size_t used = 0;
-    try {
-      id = std::stoi(number, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (number.empty() || used != number.size() || id < 0)
-      fail(Errc::invalid_argument, "Context('" + *device + "'): the device number after ':' must be a non-negative integer");
-  }
-  if (name == "cpu") return Context{std::make_shared<devctx::DeviceContext>(devctx::Api::cpu, id)};
-  if (name == "cuda" || name == "gpu") return Context{std::make_shared<devctx::DeviceContext>(devctx::Api::cuda, id)};
-  fail(Errc::invalid_argument, "Context('" + *device + "') names no backend: use 'cpu', 'cuda' or 'cuda:N'");
+  const devctx::DeviceId id = devctx::parse_device(*device);  // devctx's own device names
+  return Context{std::make_shared<devctx::DeviceContext>(id.api, id.id)};
 }
 
 // ---- copies and fills ---------------------------------------------------------------------------------

@@ -132,6 +132,21 @@ inline P map_arg(A&& arg) {
   }
 }
 
+template <class... A>
+inline constexpr bool any_span_v = (is_devctx_span<std::remove_cvref_t<A>>::value || ...);
+
+/// A span argument's data and size in bytes (null / 0 for every other argument).
+template <class A>
+const void* span_data_of(const A& arg) {
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.data();
+  else return nullptr;
+}
+template <class A>
+std::size_t span_bytes_of(const A& arg) {
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.size_bytes();
+  else return 0;
+}
+
 template <class A>
 Allocation* buffer_of(const A& arg) {
   using D = std::remove_cvref_t<A>;

@@ -72,6 +72,11 @@ struct KernelLaunch {
   // Buffers the arguments refer to (checked for device, tracked for stream-ordered frees).
   Allocation* const* buffers = nullptr;
   std::size_t buffer_count = 0;
+  // devctx::span arguments (made from raw pointers, so no buffer vouches for them): their data
+  // and byte counts, one per argument (null / 0 for the others), checked to be memory of the
+  // device. Null when no argument is a span.
+  const void* const* spans = nullptr;
+  const std::size_t* span_bytes = nullptr;
 };
 
 // ---- acting on a stream ---------------------------------------------------------------------------
