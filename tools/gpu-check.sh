@@ -11,8 +11,8 @@
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
 #   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
-#      (found with `ctest -L gpu -LE gpu_fault --show-only=json-v1`; the device-fault runs,
-#      label gpu_fault, fault on purpose)
+#      (found with `ctest -L gpu -LE "gpu_fault|fuzz" --show-only=json-v1`; the device-fault runs,
+#      label gpu_fault, fault on purpose; the CUDA fuzzer run, label fuzz, is too long for the sanitizers)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
 # ends the output; the exit status is non-zero when any step failed.
 #
@@ -179,7 +179,7 @@ fi
 # fields separated by the unit separator (0x1f): unlike a tab, `read` does not merge two of them,
 # so an empty ENV field (a test without environment) stays a field.
 gpu_test_commands() {
-  ctest --test-dir "$BUILD" -L gpu -LE gpu_fault --show-only=json-v1 2>/dev/null | python3 -c '
+  ctest --test-dir "$BUILD" -L gpu -LE "gpu_fault|fuzz" --show-only=json-v1 2>/dev/null | python3 -c '
 import json, sys
 data = json.load(sys.stdin)
 for t in data.get("tests", []):
