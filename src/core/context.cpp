@@ -80,8 +80,16 @@ class ContextImpl {
   [[nodiscard]] DeviceImpl& device() const { return *device_; }
   [[nodiscard]] QueueImpl& queue() const { return *queue_; }
 
-  Stream create_stream() {
-    auto queue = device_->create_queue();
+  ContextImpl(const ContextImpl&) = delete;
+  ContextImpl& operator=(const ContextImpl&) = delete;
+  // Never blocks: view releases whose work has finished run now, the others at the device's
+  // next synchronize.
+  ~ContextImpl() { device_->run_finished_releases(); }
+
+  Stream create_stream() { return adopt(device_->create_queue()); }
+  Stream wrap_native_stream(void* native) { return adopt(device_->wrap_native_queue(native)); }
+
+  Stream adopt(std::shared_ptr<QueueImpl> queue) {
     const std::lock_guard lock(mutex_);
     std::erase_if(streams_, [](const auto& s) { return s.expired(); });
     streams_.push_back(queue);
@@ -107,6 +115,7 @@ class ContextImpl {
     };
     sync(*queue_);
     for (const auto& q : streams) sync(*q);
+    device_->run_finished_releases();
     if (first) std::rethrow_exception(first);
   }
 
@@ -121,6 +130,10 @@ class ContextImpl {
   std::mutex mutex_;
   std::vector<std::weak_ptr<QueueImpl>> streams_;
 };
+
+Stream context_wrap_native_stream(DeviceContext& context, void* native) {
+  return context.impl().wrap_native_stream(native);
+}
 
 }  // namespace detail
 
@@ -167,6 +180,7 @@ void DeviceContext::synchronize_device() { impl().synchronize_device(); }
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
   impl_->synchronize();
+  impl_->device().run_finished_releases();
 }
 
 bool Event::query() const {

@@ -140,13 +140,27 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
       fail(Errc::wrong_device, where(), "argument ", i + 1, " is a DeviceBuffer of ", a->device().label(),
            "; a kernel can only use buffers of the device it runs on");
   }
+  // A span made from a raw pointer: the backend checks it is memory of this device (on CUDA,
+  // host memory is refused here rather than faulting in the kernel).
+  if (launch.spans != nullptr)
+    for (std::size_t i = 0; i < launch.buffer_count; ++i)
+      if (launch.span_bytes[i] > 0)
+        device.check_device_memory(launch.spans[i], launch.span_bytes[i],
+                                   concat(launch_operation(launch.name), " argument ", i + 1, " (a devctx::span)"));
   device.check_kernel_limits(launch);
   for (std::size_t i = 0; i < launch.buffer_count; ++i)
     if (launch.buffers[i] != nullptr) launch.buffers[i]->note_use(queue);
   queue.launch(launch);
 }
 
-void queue_synchronize(QueueImpl& queue) { queue.synchronize(); }
+void queue_synchronize(QueueImpl& queue) {
+  // Views of foreign memory whose work is done tell their owners now, whether or not it failed.
+  struct RunReleases {
+    DeviceImpl& device;
+    ~RunReleases() { device.run_finished_releases(); }
+  } run_releases{queue.device()};
+  queue.synchronize();
+}
 
 std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return queue.record_event(); }
 

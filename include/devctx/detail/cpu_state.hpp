@@ -53,7 +53,7 @@ struct ThreadState {
 
 extern constinit thread_local ThreadState tls;
 
-// Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber.cpp).
+// Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber_x86_64.cpp or cooperative.cpp).
 void barrier();
 /// Publishes `bytes` bytes of this lane's value to its warp and waits for the whole warp.
 /// Returns the warp's 32 slots (each kWarpSlotBytes wide); warp_release() must follow.

@@ -35,7 +35,6 @@
 #include "backends/cpu/arenas.hpp"
 #include "backends/cpu/fiber.hpp"
 #include "backends/cpu/stack_overflow.hpp"
-#include "backends/cpu/stack_pool.hpp"
 #include "backends/cpu/fiber_abi.hpp"
 
 namespace devctx::detail::cpu {
@@ -104,10 +103,17 @@ class BlockExecutor {
   [[nodiscard]] std::size_t stack_bytes() const noexcept { return stacks_.stack_bytes(); }
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
-  /// The decision half of devctx::barrier() on the CPU (see barrier_decide in cooperative.cpp).
+#if DEVCTX_FIBER_FAST_BARRIER
+  /// The C++ half of the assembly barrier() (see barrier_decide in cooperative.cpp).
   inline void* barrier_decide(void* sp);
-  /// The decision half of devctx_fiber_park (see thread_loop in cooperative.cpp).
+  /// The C++ half of the assembly devctx_fiber_park (see thread_loop in cooperative.cpp).
   [[nodiscard]] FiberSp park(void* sp);
+#else
+  /// devctx::barrier() without the assembly fast path (see barrier_arrive in cooperative.cpp).
+  void arrive_at_barrier();
+  /// devctx_fiber_park without the assembly (see thread_loop in cooperative.cpp).
+  void park_thread();
+#endif
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
@@ -136,6 +142,8 @@ class BlockExecutor {
   [[nodiscard]] std::uint32_t running_thread() const;
   [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
+  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me);
+  [[nodiscard]] FiberSp park_target(std::uint32_t me);
   [[nodiscard]] FiberSp next_target(std::uint32_t me);
   [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
   void prefetch_ahead(std::uint32_t j) const;
@@ -178,7 +186,7 @@ class BlockExecutor {
   std::uint32_t warp_live_[32] = {};
   std::uint32_t warp_arrived_[32] = {};
   std::uint32_t warp_gen_[32] = {};
-  std::unique_ptr<std::byte[]> warp_slots_;  // 32 warps x 32 lanes x kWarpSlotBytes
+  CacheLineBytes warp_slots_;  // 32 warps x 32 lanes x kWarpSlotBytes
 };
 
 }  // namespace devctx::detail::cpu
