@@ -7,12 +7,16 @@
 // Slices (DeviceSlice, HostSlice) are non-owning views, valid while their buffer lives.
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <cstddef>
 #include <span>
 #include <type_traits>
 #include <utility>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/checked_size.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/span.hpp>
 
 namespace devctx {
@@ -22,10 +26,37 @@ class DeviceBuffer;
 template <class T>
 class HostBuffer;
 
-namespace detail {
+/// A buffer's memory after DeviceBuffer::release() or HostBuffer::release(): devctx no longer
+/// frees it; its new owner does, by calling `free(owner)` exactly once. That call never blocks
+/// and never throws; it frees the memory as the buffer's destructor would have: in stream order,
+/// after all the work devctx had enqueued on it, on every devctx stream that used it. Work the
+/// new owner enqueued on the memory elsewhere must have finished (or been ordered before a
+/// devctx stream that used it) when it calls `free`. Do not call it from a CUDA stream
+/// callback (it calls the CUDA runtime). The device stays open until `free` is called.
 template <class T>
-void check_slice(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
-  if (offset > size || count > size - offset) throw_slice_out_of_range(what, offset, count, size);
+struct ReleasedBuffer {
+  T* data = nullptr;
+  std::size_t size = 0;                     ///< elements
+  void* owner = nullptr;                    ///< devctx's record of the memory, for `free`
+  void (*free)(void* owner) noexcept = nullptr;
+};
+
+namespace detail {
+/// The `free` of a ReleasedBuffer: the stream-ordered release of the record.
+inline void free_released(void* owner) noexcept { AllocationReleaser{}(static_cast<Allocation*>(owner)); }
+
+template <class T>
+ReleasedBuffer<T> release_buffer(AllocationPtr& allocation, T*& data, std::size_t& size, const char* what) {
+  if (!allocation) throw_invalid_handle(what);
+  ReleasedBuffer<T> out{data, size, allocation.release(), &free_released};
+  data = nullptr;
+  size = 0;
+  return out;
+}
+
+inline void check_slice(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
+  const auto end = checked_add(offset, count);
+  if (!end || *end > size) throw_slice_out_of_range(what, offset, count, size);
 }
 }  // namespace detail
 
@@ -46,7 +77,7 @@ class DeviceSlice {
   /// Device address of the first element (not dereferenceable on the host with CUDA).
   [[nodiscard]] T* data() const noexcept { return data_; }
   [[nodiscard]] DeviceSlice slice(std::size_t offset, std::size_t count) const {
-    detail::check_slice<T>("DeviceSlice::slice", offset, count, size_);
+    detail::check_slice("DeviceSlice::slice", offset, count, size_);
     return DeviceSlice(allocation_, data_ + offset, count);
   }
   /// The kernel's view of this slice.
@@ -116,6 +147,13 @@ class DeviceBuffer {
   [[nodiscard]] devctx::span<T> span() noexcept { return {data_, size_}; }
   [[nodiscard]] devctx::span<const T> span() const noexcept { return {data_, size_}; }
 
+  /// Hands the memory to another owner, who frees it with the result's `free` (see
+  /// ReleasedBuffer); this buffer becomes empty. Throws devctx::Error (invalid_handle) on a
+  /// moved-from buffer. Slices of the buffer stay valid until `free` is called.
+  [[nodiscard]] ReleasedBuffer<T> release() {
+    return detail::release_buffer(allocation_, data_, size_, "a moved-from or default-constructed DeviceBuffer: it owns no memory");
+  }
+
  private:
   detail::AllocationPtr allocation_;
   T* data_ = nullptr;
@@ -139,7 +177,7 @@ class HostSlice {
   [[nodiscard]] T* begin() const noexcept { return data_; }
   [[nodiscard]] T* end() const noexcept { return data_ + size_; }
   [[nodiscard]] HostSlice slice(std::size_t offset, std::size_t count) const {
-    detail::check_slice<T>("HostSlice::slice", offset, count, size_);
+    detail::check_slice("HostSlice::slice", offset, count, size_);
     return HostSlice(allocation_, data_ + offset, count);
   }
   operator std::span<T>() const noexcept { return {data_, size_}; }  // NOLINT
@@ -206,6 +244,11 @@ class HostBuffer {
   [[nodiscard]] HostSlice<const T> as_slice() const {
     if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed HostBuffer: it owns no memory");
     return {allocation_.get(), data_, size_};
+  }
+
+  /// As DeviceBuffer::release(): the memory goes to another owner, who frees it with `free`.
+  [[nodiscard]] ReleasedBuffer<T> release() {
+    return detail::release_buffer(allocation_, data_, size_, "a moved-from or default-constructed HostBuffer: it owns no memory");
   }
 
  private:

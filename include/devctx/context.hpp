@@ -9,9 +9,11 @@
 
 namespace devctx {
 
+class DeviceContext;
 namespace detail {
 class ContextImpl;
-}
+[[nodiscard]] Stream context_wrap_native_stream(DeviceContext& context, void* native);
+}  // namespace detail
 
 /// A device and its default stream; every enqueue verb of StreamRef works on it.
 ///
@@ -48,6 +50,7 @@ class DeviceContext : public StreamRef {
   void synchronize();
 
  private:
+  friend Stream detail::context_wrap_native_stream(DeviceContext& context, void* native);
   [[nodiscard]] detail::ContextImpl& impl() const;
   std::unique_ptr<detail::ContextImpl> impl_;
 };

@@ -1,4 +1,7 @@
+// src/core/allocation.cpp - allocating buffers and releasing them in stream order.
 #include "core/allocation.hpp"
+
+#include "core/memory.hpp"
 
 namespace devctx::detail {
 
@@ -14,11 +17,17 @@ void Allocation::note_use(QueueImpl& queue) {
 }
 
 void Allocation::release() noexcept {
+  if (external_ && !on_release_) return;  // nothing to free and no one to tell
   // Other queues may still have work on this memory: make the home queue wait for them first.
   // If that ordering cannot be set up (the device failed), leaking is safer than a use-after-free.
   try {
     for (const auto& user : other_users_) {
       if (const auto q = user.lock()) home_->wait_for(q->record_event());
+    }
+    if (external_) {
+      // Not devctx's memory: tell its owner, once the work devctx enqueued on it has finished.
+      if (on_release_) home_->device().defer_release(home_->record_event(), std::move(on_release_));
+      return;
     }
   } catch (...) {
     return;
@@ -31,7 +40,9 @@ void AllocationReleaser::operator()(Allocation* allocation) const noexcept {
   delete allocation;
 }
 
-AllocationPtr allocate(QueueImpl& queue, std::size_t bytes, MemKind kind) {
+AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, std::size_t element_bytes) {
+  // Checked and bounded before the backend sees it, so that no backend's rounding can wrap.
+  const std::size_t bytes = allocation_bytes(queue.device(), kind, count, element_bytes);
   void* data = queue.allocate(bytes, kind);
   try {
     return AllocationPtr(new Allocation(queue.shared_from_this(), data, bytes, kind));

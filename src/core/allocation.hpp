@@ -1,12 +1,14 @@
-// src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer.
+// src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer: which queue
+// allocated the memory, which other queues used it, and its stream-ordered release.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 #include "core/backend.hpp"
 
@@ -16,12 +18,15 @@ class Allocation {
  public:
   Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind) noexcept
       : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind) {}
+  /// A record of memory devctx did not allocate (DeviceView): release() never frees it; it
+  /// runs `on_release` (if any) once devctx's work on the memory has finished.
+  Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind,
+             std::function<void()> on_release) noexcept
+      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind), external_(true),
+        on_release_(std::move(on_release)) {}
 
   [[nodiscard]] void* data() const noexcept { return data_; }
-  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
-  [[nodiscard]] MemKind kind() const noexcept { return kind_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
-  [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
 
   /// Remembers that `queue` enqueued work on this memory, so the free waits for it too.
   void note_use(QueueImpl& queue);
@@ -33,6 +38,8 @@ class Allocation {
   void* data_;
   std::size_t bytes_;
   MemKind kind_;
+  bool external_ = false;
+  std::function<void()> on_release_;
   std::mutex users_mutex_;
   std::vector<std::weak_ptr<QueueImpl>> other_users_;
 };

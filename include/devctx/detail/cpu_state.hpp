@@ -3,6 +3,10 @@
 // and the executor entry points that kernel-side functions call. Users never include this.
 #pragma once
 
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/cpu_state.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#endif
+
 #include <cstddef>
 
 #include <devctx/launch.hpp>

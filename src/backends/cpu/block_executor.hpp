@@ -29,7 +29,7 @@
 
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/arenas.hpp"
 #include "backends/cpu/fiber.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/block_executor.hpp"
 

@@ -2,44 +2,31 @@
 #include "backends/cpu/settings.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <thread>
 
-#include "core/errors.hpp"
+#include "core/environment.hpp"
 
 namespace devctx::detail::cpu {
 namespace {
 
 constexpr std::size_t kMinStackBytes = 16 * 1024;
 constexpr std::size_t kMaxStackBytes = 64 * 1024 * 1024;
-
-std::size_t env_size(const char* name, std::size_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0' || value == 0)
-    fail(Errc::invalid_argument, name, "='", text, "' must be a positive integer");
-  return std::size_t(value);
-}
+/// More workers than this is a mistyped value, not a machine (it also bounds the threads a bad
+/// value could start).
+constexpr std::size_t kMaxWorkers = 1024;
 
 }  // namespace
 
 CpuSettings read_settings() {
   CpuSettings settings;
-  settings.workers = env_size("DEVCTX_CPU_THREADS", std::max(1u, std::thread::hardware_concurrency()));
-  settings.stack_bytes = env_size("DEVCTX_CPU_STACK_BYTES", 64 * 1024);
-  if (settings.stack_bytes < kMinStackBytes || settings.stack_bytes > kMaxStackBytes)
-    fail(Errc::invalid_argument, "DEVCTX_CPU_STACK_BYTES=", settings.stack_bytes, " is outside ",
-         bytes_text(kMinStackBytes), " .. ", bytes_text(kMaxStackBytes),
-         " (the stack of each GPU thread that reaches a barrier)");
+  const std::size_t cores = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kMaxWorkers);
+  settings.workers = env_size("DEVCTX_CPU_THREADS", cores, 1, kMaxWorkers, SizeUnit::count,
+                              "worker threads of the CPU device");
+  settings.stack_bytes = env_size("DEVCTX_CPU_STACK_BYTES", 64 * 1024, kMinStackBytes, kMaxStackBytes, SizeUnit::bytes,
+                                  "the stack of each GPU thread that reaches a barrier");
   return settings;
 }
 
-bool trace_enabled() {
-  const char* text = std::getenv("DEVCTX_TRACE");
-  return text != nullptr && *text != '\0' && std::strcmp(text, "0") != 0;
-}
+bool trace_enabled() { return env_flag("DEVCTX_TRACE", false); }
 
 }  // namespace devctx::detail::cpu

@@ -1,6 +1,7 @@
 // The CUDA queues and events: one non-blocking stream per queue (DeviceContext and each Stream)
 // running allocations, frees, copies, fills and launches in order, and the CUDA events that
-// order queues after one another. A failure that surfaces when waiting for a queue's work names
+// order queues after one another. A queue may also run on a stream made elsewhere
+// (wrap_cuda_stream), which it never destroys. A failure that surfaces when waiting for a queue's work names
 // the kernels enqueued on it since its last successful synchronize.
 #include "backends/cuda/cuda_queue.hpp"
 
@@ -18,13 +19,13 @@
 #include <string_view>
 #include <utility>
 
-#include <unistd.h>
 
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/fill_kernel.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/memory.hpp"
 
 namespace devctx::detail::cuda {
 namespace {
@@ -32,7 +33,12 @@ namespace {
 class CudaQueue final : public QueueImpl {
  public:
   explicit CudaQueue(std::shared_ptr<CudaDevice> device);
+  /// A queue on `borrowed`, a stream made elsewhere, which it never destroys.
+  CudaQueue(std::shared_ptr<CudaDevice> device, cudaStream_t borrowed) noexcept
+      : QueueImpl(*device), device_(std::move(device)), stream_(borrowed), owns_stream_(false) {}
   ~CudaQueue() override;
+  CudaQueue(const CudaQueue&) = delete;
+  CudaQueue& operator=(const CudaQueue&) = delete;
 
   void* allocate(std::size_t bytes, MemKind kind) override;
   void free(void* data, std::size_t bytes, MemKind kind) noexcept override;
@@ -42,6 +48,7 @@ class CudaQueue final : public QueueImpl {
   void synchronize() override;
   std::shared_ptr<EventImpl> record_event() override;
   void wait_for(const std::shared_ptr<EventImpl>& event) override;
+  void* native_handle() const noexcept override { return stream_; }
 
   [[nodiscard]] CudaDevice& cuda() const noexcept { return *device_; }
 
@@ -56,6 +63,7 @@ class CudaQueue final : public QueueImpl {
 
   std::shared_ptr<CudaDevice> device_;
   cudaStream_t stream_ = nullptr;
+  bool owns_stream_ = true;
 
   // The names of the last kernels enqueued since the last successful synchronize, so that a
   // fault reported later can name its likely culprit.
@@ -83,6 +91,7 @@ class CudaEvent final : public EventImpl {
 
   DeviceImpl& device() const override { return queue_->device(); }
   [[nodiscard]] cudaEvent_t handle() const noexcept { return event_; }
+  void* native_handle() const noexcept override { return event_; }
 
   void synchronize() override {
     queue_->cuda().check_alive("Event::synchronize");
@@ -118,11 +127,11 @@ CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device) : QueueImpl(*device), d
 CudaQueue::~CudaQueue() {
   // Returns at once; work still enqueued completes and then the stream's resources go.
   // At process exit the runtime may already be unloading: nothing to report then.
-  ignore(cudaStreamDestroy(stream_));
+  if (owns_stream_) ignore(cudaStreamDestroy(stream_));
 }
 
 void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
-  const char* operation = kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer";
+  const char* operation = allocation_operation(kind);
   device_->check_alive(operation);
   if (bytes == 0) return nullptr;
   device_->make_current();
@@ -146,13 +155,9 @@ void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
   }
   if (call.status == cudaErrorMemoryAllocation) {
     ignore(call.status);  // reported here, with what the device or the machine has
-    if (kind == MemKind::device)
-      fail(Errc::out_of_memory, operation, " on ", device_->label(), ": cannot allocate ", bytes_text(bytes), " of device memory; ",
-           device_->memory_text());
-    fail(Errc::out_of_memory, operation, " on ", device_->label(), ": cannot allocate ", bytes_text(bytes),
-         " of page-locked host memory; the machine has ",
-         bytes_text(std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE))),
-         " of memory (page-locked memory may also be limited by `ulimit -l`)");
+    if (kind == MemKind::device) throw_out_of_memory(*device_, kind, bytes, "device memory", device_->memory_text());
+    throw_out_of_memory(*device_, kind, bytes, "page-locked host memory",
+                        host_memory_text() + " (page-locked memory may also be limited by `ulimit -l`)");
   }
   check(call, *device_, [&] { return concat(operation, " (", bytes_text(bytes), ')'); });
   return data;
@@ -183,7 +188,7 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
   device_->make_current();
   check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_,
         [&] { return concat("enqueue_copy (", bytes_text(bytes), ')'); });
-  if (dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable) {
+  if (copy_waits_for_host(dst_kind, src_kind)) {
     // Ordinary host memory may be reused as soon as enqueue_copy returns: wait for the copy.
     check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "enqueue_copy");
   }
@@ -245,8 +250,8 @@ void CudaQueue::launch(const KernelLaunch& launch) {
                                                      stream_));
   if (!call.ok()) [[unlikely]] {
     // A sticky error here is the fault of earlier work, not of this launch.
-    if (is_sticky(call.status)) raise(*this, call, concat("enqueue_function<", launch.name, '>'));
-    raise(*device_, call, concat("enqueue_function<", launch.name, "> with grid_dim ", to_string(g), ", block_dim ",
+    if (is_sticky(call.status)) raise(*this, call, launch_operation(launch.name));
+    raise(*device_, call, concat(launch_operation(launch.name), " with grid_dim ", to_string(g), ", block_dim ",
                                  to_string(b), ", shared_bytes ", launch.config.shared_bytes));
   }
   const std::lock_guard lock(names_mutex_);
@@ -298,6 +303,10 @@ void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
 
 std::shared_ptr<QueueImpl> make_queue(std::shared_ptr<CudaDevice> device) {
   return std::make_shared<CudaQueue>(std::move(device));
+}
+
+std::shared_ptr<QueueImpl> make_borrowed_queue(std::shared_ptr<CudaDevice> device, cudaStream_t stream) {
+  return std::make_shared<CudaQueue>(std::move(device), stream);
 }
 
 }  // namespace devctx::detail::cuda

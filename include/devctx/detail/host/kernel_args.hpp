@@ -1,0 +1,159 @@
+// devctx/detail/host/kernel_args.hpp - the one place where launch arguments become kernel
+// parameters: buffers become spans, scalars pass by value, host memory is rejected at compile
+// time, and argument count and types are checked against the kernel's parameters.
+#pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/host/kernel_args.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#endif
+
+#include <array>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <devctx/buffer.hpp>
+#include <devctx/device_view.hpp>
+#include <devctx/span.hpp>
+
+namespace devctx {
+class Block;
+}
+
+namespace devctx::detail {
+
+// ---- the kernel's signature ------------------------------------------------------------
+template <class F>
+struct KernelSignature {
+  static_assert(sizeof(F) == 0, "enqueue_function<K>: K must be a kernel function (DEVCTX_KERNEL void f(...))");
+};
+template <class R, class... P>
+struct KernelSignature<R (*)(P...)> {
+  static_assert(std::is_void_v<R>, "a kernel must return void");
+  static constexpr bool block_level = false;
+  template <template <class...> class L>
+  using params = L<P...>;
+};
+template <class R, class... P>
+struct KernelSignature<R (*)(Block, P...)> {
+  static_assert(std::is_void_v<R>, "a kernel must return void");
+  static constexpr bool block_level = true;
+  template <template <class...> class L>
+  using params = L<P...>;
+};
+
+// ---- the packed arguments ----------------------------------------------------------------
+template <std::size_t I, class T>
+struct PackLeaf {
+  T value;
+};
+template <class Seq, class... P>
+struct PackImpl;
+template <std::size_t... I, class... P>
+struct PackImpl<std::index_sequence<I...>, P...> : PackLeaf<I, P>... {};
+/// The kernel's parameters, by value, in one trivially copyable aggregate.
+template <class... P>
+using ArgPack = PackImpl<std::index_sequence_for<P...>, P...>;
+
+template <std::size_t I, class T>
+inline const T& pack_get(const PackLeaf<I, T>& leaf) { return leaf.value; }
+template <std::size_t I, class T>
+inline T& pack_get(PackLeaf<I, T>& leaf) { return leaf.value; }
+
+// ---- classifying a launch argument ---------------------------------------------------------
+template <class T> struct is_device_buffer : std::false_type {};
+template <class T> struct is_device_buffer<DeviceBuffer<T>> : std::true_type {};
+template <class T> struct is_device_slice : std::false_type {};
+template <class T> struct is_device_slice<DeviceSlice<T>> : std::true_type {};
+// A DeviceView passes as a slice does.
+template <class T> struct is_device_slice<DeviceView<T>> : std::true_type {};
+template <class T> struct is_device_view : std::false_type {};
+template <class T> struct is_device_view<DeviceView<T>> : std::true_type {};
+template <class T> struct is_devctx_span : std::false_type {};
+template <class T> struct is_devctx_span<span<T>> : std::true_type {};
+
+template <class T> struct is_host_memory : std::false_type {};
+template <class T> struct is_host_memory<HostBuffer<T>> : std::true_type {};
+template <class T> struct is_host_memory<HostSlice<T>> : std::true_type {};
+template <class T, class A> struct is_host_memory<std::vector<T, A>> : std::true_type {};
+template <class T, std::size_t N> struct is_host_memory<std::span<T, N>> : std::true_type {};
+template <class T, std::size_t N> struct is_host_memory<std::array<T, N>> : std::true_type {};
+template <class T> struct is_host_memory<T*> : std::true_type {};
+
+template <class A>
+constexpr bool refers_to_buffer = is_device_buffer<std::remove_cvref_t<A>>::value ||
+                                  is_device_slice<std::remove_cvref_t<A>>::value;
+
+/// Maps launch argument number I (type A) to kernel parameter type P.
+template <std::size_t I, class P, class A>
+inline P map_arg(A&& arg) {
+  using D = std::remove_cvref_t<A>;
+  static_assert(!std::is_reference_v<P>,
+                "kernel parameters must be taken by value (devctx::span<T>, scalars, trivially "
+                "copyable structs); references to host objects cannot reach the device");
+  static_assert(std::is_trivially_copyable_v<P>,
+                "kernel parameters must be trivially copyable: they are copied to the device");
+  static_assert(!is_host_memory<D>::value,
+                "a kernel argument is host memory (HostBuffer, std::vector, std::span, std::array "
+                "or a raw pointer): kernels cannot read host memory. Copy the data to a "
+                "DeviceBuffer with enqueue_copy first and pass the DeviceBuffer.");
+  if constexpr (is_device_buffer<D>::value || is_device_slice<D>::value) {
+    static_assert(is_devctx_span<P>::value,
+                  "a DeviceBuffer or slice was passed where the kernel's parameter is not a "
+                  "devctx::span<T>");
+    using Elem = typename P::element_type;
+    if constexpr (is_device_buffer<D>::value) {
+      using T = std::remove_const_t<decltype(*arg.data())>;
+      constexpr bool const_arg = std::is_const_v<std::remove_reference_t<A>>;
+      static_assert(std::is_same_v<std::remove_const_t<Elem>, std::remove_cvref_t<T>>,
+                    "the buffer's element type differs from the kernel's span<T> parameter");
+      static_assert(std::is_const_v<Elem> || !const_arg,
+                    "a const DeviceBuffer was passed where the kernel writes (span<T>): take "
+                    "span<const T> in the kernel or pass a non-const buffer");
+      return P(arg.data(), arg.size());
+    } else {
+      using T = std::remove_pointer_t<decltype(arg.data())>;
+      static_assert(std::is_same_v<std::remove_const_t<Elem>, std::remove_const_t<T>>,
+                    "the slice's element type differs from the kernel's span<T> parameter");
+      static_assert(std::is_const_v<Elem> || !std::is_const_v<T>,
+                    "a read-only slice was passed where the kernel writes (span<T>)");
+      return P(arg.data(), arg.size());
+    }
+  } else {
+    static_assert(!is_devctx_span<P>::value || is_devctx_span<D>::value,
+                  "the kernel's parameter is a devctx::span<T>: pass a DeviceBuffer<T> or one of "
+                  "its slices");
+    static_assert(std::is_constructible_v<P, A&&>,
+                  "a kernel argument cannot be converted to the kernel's parameter type");
+    return P(std::forward<A>(arg));
+  }
+}
+
+template <class... A>
+inline constexpr bool any_span_v = (is_devctx_span<std::remove_cvref_t<A>>::value || ...);
+
+/// A span argument's data and size in bytes (null / 0 for every other argument).
+template <class A>
+const void* span_data_of(const A& arg) {
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.data();
+  else return nullptr;
+}
+template <class A>
+std::size_t span_bytes_of(const A& arg) {
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.size_bytes();
+  else return 0;
+}
+
+template <class A>
+Allocation* buffer_of(const A& arg) {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (is_device_buffer<D>::value) return arg.as_slice().allocation();
+  else if constexpr (is_device_view<D>::value) return arg.as_slice().allocation();  // throws when moved-from
+  else if constexpr (is_device_slice<D>::value) return arg.allocation();
+  else return nullptr;
+}
+
+}  // namespace devctx::detail

@@ -1,0 +1,155 @@
+// devctx/detail/host/launch_kernel.hpp - the per-kernel trampolines and the launch template behind
+// enqueue_function. One CPU runner and (under nvcc) one __global__ entry is instantiated for
+// each kernel and parameter list.
+#pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/host/launch_kernel.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#endif
+
+#include <cstddef>
+#include <string_view>
+#include <utility>
+
+#include <devctx/block.hpp>
+#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/host/kernel_args.hpp>
+#include <devctx/detail/host/seam.hpp>
+#include <devctx/kernel.hpp>
+
+namespace devctx::detail {
+
+/// The kernel's name as written ("vector_add", "ns::scale<float>"), read from the compiler's
+/// description of this function's template argument.
+template <auto K>
+constexpr std::string_view kernel_name() {
+  std::string_view text = __PRETTY_FUNCTION__;
+  std::size_t begin = text.find("K = ");
+  if (begin == std::string_view::npos) return "kernel";
+  begin += 4;
+  std::size_t end = text.find_first_of(";]", begin);
+  if (end == std::string_view::npos) end = text.size();
+  text = text.substr(begin, end - begin);
+  while (!text.empty() && (text.front() == '&' || text.front() == '(' || text.front() == ' ')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ')' || text.back() == ' ')) text.remove_suffix(1);
+  // nvcc names an anonymous namespace "_GLOBAL__N__<hash>_<file>"; keep only what follows it.
+  if (text.starts_with("_GLOBAL__N_"))
+    if (const std::size_t scope = text.find("::"); scope != std::string_view::npos) text.remove_prefix(scope + 2);
+  return text;
+}
+
+// ---- CPU backend runners (host code; nvcc's device pass parses but never emits them) -------------------------------------------------------------------
+template <auto K, class Pack, std::size_t... I>
+inline __attribute__((always_inline)) void call_kernel(const Pack& pack, std::index_sequence<I...>) {
+  K(pack_get<I>(pack)...);
+}
+template <auto K, class Pack, std::size_t... I>
+inline __attribute__((always_inline)) void call_block_kernel(const Pack& pack, std::index_sequence<I...>) {
+  K(Block{}, pack_get<I>(pack)...);
+}
+
+/// Runs every thread of the current block as a plain loop. If a thread reaches a barrier or a
+/// warp operation, the executor lowers `x_end` (so this loop stops after that thread) and runs
+/// the rest of the block cooperatively.
+template <auto K, class... P>
+void cpu_run_block(const void* packed) {
+  const ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
+  cpu::ThreadState& st = cpu::tls;
+  const Dim3 dim = st.block_dim;
+  for (unsigned z = 0; z < dim.z; ++z) {
+    for (unsigned y = 0; y < dim.y; ++y) {
+      st.thread_idx.z = z;
+      st.thread_idx.y = y;
+      // Storing x again after the call lets the compiler keep it in a register and vectorise.
+      for (unsigned x = 0; x < st.x_end; ++x) {
+        st.thread_idx.x = x;
+        call_kernel<K>(pack, std::index_sequence_for<P...>{});
+        st.thread_idx.x = x;
+      }
+      if (st.mode != cpu::Mode::plain) return;
+    }
+  }
+}
+
+/// Runs the current thread only (cooperative execution: one fiber per thread).
+template <auto K, class... P>
+void cpu_run_thread(const void* packed) {
+  call_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
+}
+
+/// Runs a block-level kernel once for the current block.
+template <auto K, class... P>
+void cpu_run_block_level(const void* packed) {
+  call_block_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
+}
+
+#if defined(__CUDACC__)
+// ---- CUDA backend entries --------------------------------------------------------------------
+template <auto K, class... P>
+__global__ void cuda_entry(P... params) {
+  K(params...);
+}
+template <auto K, class... P>
+__global__ void cuda_block_entry(P... params) {
+  K(Block{}, params...);
+}
+#endif
+
+template <auto K, class... P>
+struct Launcher {
+  template <class... A, std::size_t... I>
+  static void launch(QueueImpl& queue, const LaunchConfig& config, std::index_sequence<I...>, A&&... args) {
+    using Sig = KernelSignature<decltype(K)>;
+    ArgPack<P...> pack{{map_arg<I, P>(std::forward<A>(args))}...};
+    Allocation* buffers[sizeof...(A) + 1] = {buffer_of(args)..., nullptr};
+
+    KernelLaunch l;
+    static constexpr std::string_view name = kernel_name<K>();
+    l.name = name;
+    l.config = config;
+    l.block_level = Sig::block_level;
+    l.args = &pack;
+    l.args_size = sizeof(pack);
+    l.args_align = alignof(ArgPack<P...>);
+    if constexpr (Sig::block_level) {
+      l.cpu_run_block = &cpu_run_block_level<K, P...>;
+    } else {
+      l.cpu_run_block = &cpu_run_block<K, P...>;
+      l.cpu_run_thread = &cpu_run_thread<K, P...>;
+    }
+#if defined(__CUDACC__)
+    void* cuda_args[sizeof...(P) + 1] = {static_cast<void*>(&pack_get<I>(pack))..., nullptr};
+    if constexpr (Sig::block_level) l.cuda_function = reinterpret_cast<const void*>(&cuda_block_entry<K, P...>);
+    else l.cuda_function = reinterpret_cast<const void*>(&cuda_entry<K, P...>);
+    l.cuda_args = cuda_args;
+#endif
+    l.buffers = buffers;
+    l.buffer_count = sizeof...(A);
+    const void* spans[sizeof...(A) + 1] = {span_data_of(args)..., nullptr};
+    std::size_t span_bytes[sizeof...(A) + 1] = {span_bytes_of(args)..., 0};
+    if constexpr (any_span_v<A...>) {
+      l.spans = spans;
+      l.span_bytes = span_bytes;
+    }
+    queue_launch(queue, l);
+  }
+};
+
+template <class... P>
+struct ParamList {
+  template <auto K>
+  using launcher = Launcher<K, P...>;
+  static constexpr std::size_t size = sizeof...(P);
+};
+
+template <auto K, class... A>
+void launch_kernel(QueueImpl& queue, const LaunchConfig& config, A&&... args) {
+  using Params = typename KernelSignature<decltype(K)>::template params<ParamList>;
+  static_assert(Params::size == sizeof...(A),
+                "enqueue_function: the number of arguments differs from the kernel's parameters");
+  if constexpr (Params::size == sizeof...(A))
+    Params::template launcher<K>::launch(queue, config, std::index_sequence_for<A...>{},
+                                         std::forward<A>(args)...);
+}
+
+}  // namespace devctx::detail

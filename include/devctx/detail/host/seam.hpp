@@ -1,0 +1,128 @@
+// devctx/detail/host/seam.hpp - the one seam between the public templates and the compiled
+// library: the opaque implementation types and every non-template function that a public
+// header calls. All of them are defined in src/core, which validates each request before any
+// backend sees it.
+//
+// Naming: a function that acts on a stream is queue_<verb>(QueueImpl&, ...), one that reads a
+// buffer's record is allocation_<what>(const Allocation&), and one that reports misuse found in
+// a header is [[noreturn]] throw_<what>(...).
+#pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/host/seam.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#endif
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include <devctx/launch.hpp>
+
+namespace devctx {
+struct DeviceInfo;  // devctx/device_info.hpp
+}  // namespace devctx
+
+namespace devctx::detail {
+
+class DeviceImpl;  // one device of one backend (src/core/backend.hpp)
+class QueueImpl;   // one in-order stream of work on a device
+class EventImpl;   // a point in a queue's work
+
+/// Where a copy endpoint lives.
+enum class MemKind : unsigned char {
+  device,         ///< DeviceBuffer memory
+  host_pinned,    ///< HostBuffer memory (page-locked on CUDA)
+  host_pageable,  ///< ordinary host memory given as std::span
+};
+
+/// One buffer's memory. Heap-allocated and owned by its DeviceBuffer/HostBuffer, so that slices
+/// (which point at it) stay valid when the owner is moved. Defined in src/core/allocation.hpp.
+class Allocation;
+
+/// Releases an Allocation in stream order (after all work enqueued on every queue that used it).
+struct AllocationReleaser {
+  void operator()(Allocation* allocation) const noexcept;
+};
+using AllocationPtr = std::unique_ptr<Allocation, AllocationReleaser>;
+
+/// One side of a copy or fill, type-erased.
+struct MemRef {
+  void* data = nullptr;
+  std::size_t count = 0;                  ///< elements
+  MemKind kind = MemKind::host_pageable;
+  Allocation* allocation = nullptr;       ///< null for pageable host memory
+  const char* what = "";                  ///< "DeviceBuffer", "HostBuffer slice", "std::span", ...
+};
+
+/// Everything a backend needs to launch one kernel. Built by detail::launch_kernel.
+struct KernelLaunch {
+  std::string_view name;
+  LaunchConfig config;
+  bool block_level = false;                       ///< kernel takes devctx::Block
+  const void* args = nullptr;                     ///< the packed, mapped kernel arguments
+  std::size_t args_size = 0;
+  std::size_t args_align = 1;
+  // CPU backend entry points, instantiated per kernel and argument list.
+  void (*cpu_run_block)(const void* args) = nullptr;   ///< all threads of the current block
+  void (*cpu_run_thread)(const void* args) = nullptr;  ///< the current thread only
+  // CUDA backend: the trampoline's host stub, and pointers to each packed argument.
+  const void* cuda_function = nullptr;            ///< null when not compiled by nvcc
+  void* const* cuda_args = nullptr;
+  // Buffers the arguments refer to (checked for device, tracked for stream-ordered frees).
+  Allocation* const* buffers = nullptr;
+  std::size_t buffer_count = 0;
+  // devctx::span arguments (made from raw pointers, so no buffer vouches for them): their data
+  // and byte counts, one per argument (null / 0 for the others), checked to be memory of the
+  // device. Null when no argument is a span.
+  const void* const* spans = nullptr;
+  const std::size_t* span_bytes = nullptr;
+};
+
+// ---- acting on a stream ---------------------------------------------------------------------------
+
+/// `count` elements of `element_bytes` each, allocated in stream order (enqueue_create_buffer for
+/// MemKind::device, enqueue_create_host_buffer for MemKind::host_pinned). The byte count is
+/// computed and bounded here, never in a header: a count whose bytes overflow or exceed what any
+/// device can address throws Error(out_of_memory) and nothing is enqueued.
+[[nodiscard]] AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, std::size_t element_bytes);
+void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::size_t element_bytes);
+void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes);
+void queue_launch(QueueImpl& queue, const KernelLaunch& launch);
+void queue_synchronize(QueueImpl& queue);
+[[nodiscard]] std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue);
+/// `event` may be null (a default-constructed Event): throws Error(invalid_handle) then.
+void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
+
+// ---- interop (devctx/interop.hpp, devctx/dlpack.hpp) ------------------------------------------------
+
+/// The device `queue` runs on.
+[[nodiscard]] const DeviceInfo& queue_device_info(QueueImpl& queue);
+/// The queue's native stream (a cudaStream_t); Error(not_available) naming `operation` when its
+/// backend has none.
+[[nodiscard]] void* queue_native_stream(QueueImpl& queue, const char* operation);
+/// A record of `count` elements of another library's memory at `data` on `queue`'s device,
+/// checked there (null, alignment, size, and on CUDA what the pointer is); `on_release` runs once
+/// devctx's work on the memory has finished after the record is released.
+[[nodiscard]] AllocationPtr queue_wrap_memory(QueueImpl& queue, const void* data, std::size_t count,
+                                              std::size_t element_bytes, std::size_t alignment,
+                                              std::function<void()> on_release);
+/// The event's native handle (a cudaEvent_t); Error(invalid_handle) for a null event,
+/// Error(not_available) when its backend has none.
+[[nodiscard]] void* event_native_handle(const std::shared_ptr<EventImpl>& event);
+
+// ---- reading a buffer's record ----------------------------------------------------------------------
+
+[[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;
+/// The device whose memory the record describes.
+[[nodiscard]] const DeviceInfo& allocation_device_info(const Allocation& allocation);
+
+// ---- misuse found in a header -------------------------------------------------------------------------
+
+[[noreturn]] void throw_invalid_handle(const char* what);
+[[noreturn]] void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count,
+                                           std::size_t size);
+/// Error(kernel_failed) for an out-of-range span index (DEVCTX_CHECK_BOUNDS).
+[[noreturn]] void throw_span_out_of_range(std::size_t index, std::size_t size);
+
+}  // namespace devctx::detail
