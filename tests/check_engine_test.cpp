@@ -14,6 +14,7 @@
 #include "backends/cpu/check/checker.hpp"
 #include "backends/cpu/check/init_shadow.hpp"
 #include "backends/cpu/check/regions.hpp"
+#include "core/host_access.hpp"
 
 namespace {
 
@@ -30,6 +31,8 @@ using devctx::detail::cpu::check::RegionKind;
 using devctx::detail::cpu::check::Report;
 using devctx::detail::cpu::check::ShadowRegistry;
 using devctx::detail::cpu::check::SpanArgument;
+using devctx::detail::HostGuard;
+using devctx::detail::QueueWatch;
 using testing::HasSubstr;
 
 // ---- InitShadow and ShadowRegistry ---------------------------------------------------------------
@@ -583,6 +586,58 @@ TEST_F(CheckerFixture, NamesBothBlocksOfARaceBetweenBlocks) {
                                     "element 7 of argument 2 (devctx::span<float>) and thread (0, 0, 0) of block "
                                     "(3, 0, 0) accessed it"));
   }
+}
+
+// ---- host access: HostGuard and QueueWatch -------------------------------------------------------------
+
+std::string host_error(HostGuard& g, const char* access) {
+  try {
+    g.check(access);
+  } catch (const devctx::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HostGuard, RefusesAccessUntilTheHostWaitedForTheCopy) {
+  auto q = std::make_shared<QueueWatch>("cpu:0 (test)");
+  HostGuard g;
+  EXPECT_EQ(g.pending().load(), 0u);
+  const auto before = q->next_ticket();  // some earlier work
+  const auto copy = q->next_ticket();
+  g.add(q, copy, HostGuard::Use::copy_into);
+  EXPECT_NE(g.pending().load(), 0u);
+  EXPECT_THAT(host_error(g, "HostBuffer::operator[]"),
+              HasSubstr("HostBuffer::operator[] while a copy into this HostBuffer on cpu:0 (test) may still be running"));
+  q->observe(before);  // a wait that does not cover the copy
+  EXPECT_NE(host_error(g, "HostBuffer::data()"), "");
+  q->observe(q->issued());  // synchronize()
+  EXPECT_EQ(host_error(g, "HostBuffer::data()"), "");
+  EXPECT_EQ(g.pending().load(), 0u);
+}
+
+TEST(HostGuard, NamesWhatIsPending) {
+  auto q = std::make_shared<QueueWatch>("cpu:0 (test)");
+  HostGuard out, fill;
+  out.add(q, q->next_ticket(), HostGuard::Use::copy_out_of);
+  fill.add(q, q->next_ticket(), HostGuard::Use::fill);
+  EXPECT_THAT(host_error(out, "HostBuffer::begin()"), HasSubstr("while a copy out of this HostBuffer"));
+  EXPECT_THAT(host_error(fill, "HostBuffer::begin()"), HasSubstr("while an enqueue_memset of this HostBuffer"));
+}
+
+TEST(QueueWatch, AWaitForAnotherStreamsEventObservesThatStreamToo) {
+  auto a = std::make_shared<QueueWatch>("a");
+  auto b = std::make_shared<QueueWatch>("b");
+  HostGuard g;
+  g.add(a, a->next_ticket(), HostGuard::Use::copy_into);  // a: copy (1)
+  const auto event = a->next_ticket();                    // a: record_event (2)
+  const auto later = a->next_ticket();                    // a: more work (3), not covered
+  const auto wait = b->next_ticket();                     // b: enqueue_wait_for(event)
+  b->note_wait(wait, a, event);
+  b->observe(b->issued());  // b.synchronize()
+  EXPECT_TRUE(a->observed(event));
+  EXPECT_FALSE(a->observed(later));
+  EXPECT_EQ(host_error(g, "HostBuffer::operator[]"), "");
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+#include "core/host_access.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+
+namespace devctx::detail {
+
+std::uint64_t QueueWatch::next_ticket() {
+  const std::lock_guard lock(mutex_);
+  return ++issued_;
+}
+
+std::uint64_t QueueWatch::issued() const {
+  const std::lock_guard lock(mutex_);
+  return issued_;
+}
+
+bool QueueWatch::observed(std::uint64_t ticket) const {
+  const std::lock_guard lock(mutex_);
+  return ticket <= observed_;
+}
+
+void QueueWatch::note_wait(std::uint64_t ticket, std::shared_ptr<QueueWatch> other, std::uint64_t event_ticket) {
+  const std::lock_guard lock(mutex_);
+  waits_.push_back({ticket, std::move(other), event_ticket});
+}
+
+void QueueWatch::observe(std::uint64_t ticket) {
+  std::vector<Wait> reached;
+  {
+    const std::lock_guard lock(mutex_);
+    if (ticket <= observed_) return;
+    observed_ = ticket;
+    // Waits before `ticket` have been passed, so their events have been reached too. Followed
+    // outside the lock: a wait always refers to an earlier point of another queue, so the
+    // recursion ends.
+    const auto passed = std::partition(waits_.begin(), waits_.end(), [&](const Wait& w) { return w.ticket > ticket; });
+    reached.assign(std::make_move_iterator(passed), std::make_move_iterator(waits_.end()));
+    waits_.erase(passed, waits_.end());
+  }
+  for (const Wait& w : reached) w.other->observe(w.event_ticket);
+}
+
+void HostGuard::add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use) {
+  const std::lock_guard lock(mutex_);
+  entries_.push_back({std::move(queue), ticket, use});
+  pending_.store(std::uint32_t(entries_.size()), std::memory_order_release);
+}
+
+void HostGuard::check(const char* access) {
+  const std::lock_guard lock(mutex_);
+  std::erase_if(entries_, [](const Entry& e) { return e.queue->observed(e.ticket); });
+  pending_.store(std::uint32_t(entries_.size()), std::memory_order_release);
+  if (entries_.empty()) return;
+  const Entry& e = entries_.front();
+  const char* what = e.use == Use::copy_into     ? "a copy into this HostBuffer"
+                     : e.use == Use::copy_out_of ? "a copy out of this HostBuffer"
+                                                 : "an enqueue_memset of this HostBuffer";
+  fail(Errc::invalid_argument, access, " while ", what, " on ", e.queue->label(),
+       " may still be running: the host may touch the buffer only after synchronize() or a wait on an "
+       "event recorded after that work (devctx checking mode)");
+}
+
+}  // namespace devctx::detail

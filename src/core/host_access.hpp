@@ -1,0 +1,75 @@
+// src/core/host_access.hpp - checking mode's host-side rule: the host may touch a HostBuffer only
+// once it has waited for every copy or fill enqueued on it. Completion is not enough: a copy that
+// happens to have finished when the host reads the buffer is still a bug (the same program reads
+// garbage on a busier machine), so what counts is what the host *waited for*.
+//
+// Each queue of a checked context numbers the operations that matter here (copies, fills, event
+// records and waits) with tickets; a HostBuffer's guard keeps the tickets of the work pending on
+// it, and the waits of the host (synchronize, event synchronize, a successful query, a copy with
+// pageable memory, which returns once done) mark tickets observed, through cross-stream waits too.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace devctx::detail {
+
+/// What the host has waited for on one queue.
+class QueueWatch {
+ public:
+  explicit QueueWatch(std::string label) : label_(std::move(label)) {}
+
+  /// Numbers an operation as it is enqueued.
+  [[nodiscard]] std::uint64_t next_ticket();
+  /// The last ticket given out: everything enqueued so far.
+  [[nodiscard]] std::uint64_t issued() const;
+  /// The host has waited for every operation up to `ticket`, and so for whatever they waited for.
+  void observe(std::uint64_t ticket);
+  [[nodiscard]] bool observed(std::uint64_t ticket) const;
+  /// Operation `ticket` of this queue waits for `event_ticket` of `other` (enqueue_wait_for).
+  void note_wait(std::uint64_t ticket, std::shared_ptr<QueueWatch> other, std::uint64_t event_ticket);
+  /// "cpu:0 (CPU ...)": how messages name the queue's device.
+  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+
+ private:
+  struct Wait {
+    std::uint64_t ticket;
+    std::shared_ptr<QueueWatch> other;
+    std::uint64_t event_ticket;
+  };
+  mutable std::mutex mutex_;
+  std::string label_;
+  std::uint64_t issued_ = 0;
+  std::uint64_t observed_ = 0;
+  std::vector<Wait> waits_;
+};
+
+/// The work pending on one HostBuffer's memory.
+class HostGuard {
+ public:
+  enum class Use : std::uint8_t { copy_into, copy_out_of, fill };
+
+  /// Work numbered `ticket` on `queue` uses the buffer.
+  void add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use);
+  /// Non-zero while some work may be pending: the inline test of the buffer's accessors.
+  [[nodiscard]] const std::atomic<std::uint32_t>& pending() const noexcept { return pending_; }
+  /// The host is about to touch the buffer through `access` ("HostBuffer::operator[]"): throws
+  /// devctx::Error unless the host has waited for all the work on it.
+  void check(const char* access);
+
+ private:
+  struct Entry {
+    std::shared_ptr<QueueWatch> queue;
+    std::uint64_t ticket;
+    Use use;
+  };
+  std::atomic<std::uint32_t> pending_{0};
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace devctx::detail
