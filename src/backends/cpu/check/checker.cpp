@@ -87,16 +87,18 @@ void* Checker::span_element(std::uint32_t rank, const void* data, std::size_t in
   Region* r = region_of(data);
   if (index >= count) {
     std::string what;
-    if (r == nullptr) {
-      what = concat("a span of ", count, " elements at ", data);
-    } else if (static_cast<const std::byte*>(data) == r->begin && count * element_bytes == r->bytes) {
-      what = describe(*r);
+    if (r != nullptr && static_cast<const std::byte*>(data) == r->begin && count * element_bytes == r->bytes) {
+      what = concat(describe(*r), ", which has ", count, " elements");
     } else {
-      what = concat("a span of ", count, " elements starting at byte ", static_cast<const std::byte*>(data) - r->begin,
-                    " of ", describe(*r));
+      // A subspan (or a span the kernel built): name the span, and where it lies.
+      what = concat("a span of ", count, " elements");
+      if (r != nullptr)
+        what += concat(" starting at ", element_of(*r, data, element_bytes));
+      else
+        what += concat(" at ", data);
     }
-    throw Report(concat("out-of-bounds access: index ", index, " of ", what, ", which has ", count,
-                        " elements; guard the access with `if (i < s.size())`", kSuffix),
+    throw Report(concat("out-of-bounds access: index ", index, " of ", what,
+                        "; guard the access with `if (i < s.size())`", kSuffix),
                  true);
   }
   auto* element = const_cast<std::byte*>(static_cast<const std::byte*>(data)) + index * element_bytes;

@@ -1,0 +1,533 @@
+// tests/checking_test.cpp - checking mode (DEVCTX_CHECK=1 or ContextOptions{.check = true}) on
+// the CPU backend, through the public API. For every check: kernels with a planted bug, whose
+// report must name the kernel, block, thread(s), memory and index, and clean twins of the same
+// kernels, which must run unreported and compute the right result (a false report is as bad as
+// a missed one). docs/checking.md quotes the messages these tests produce
+// (DEVCTX_TEST_PRINT_ERRORS=1 prints them).
+#include "support/test_support.hpp"
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+using devctx::Api;
+using devctx::DeviceContext;
+using devctx::Errc;
+using devctx_test::download;
+using devctx_test::error_of;
+using devctx_test::ScopedEnv;
+using devctx_test::upload;
+using testing::HasSubstr;
+
+// ---- kernels ---------------------------------------------------------------------------------------
+
+/// out[i] = in[i + shift]: shift = 1 reads one past the end of `in` in the last thread.
+DEVCTX_KERNEL void shift_copy(devctx::span<const float> in, devctx::span<float> out, unsigned shift) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = in[i + shift];
+}
+
+/// Writes element i + 1 of the subspan after `offset`: one past the subspan's end in the last thread.
+DEVCTX_KERNEL void write_subspan(devctx::span<int> data, unsigned offset, unsigned count, unsigned past) {
+  const std::size_t i = devctx::global_idx().x;
+  const devctx::span<int> part = data.subspan(offset, count);
+  if (i < count) part[i + past] = int(i);
+}
+
+/// Reverses each block's part through a shared array; `bug` = 1 reads s[64] in thread 0.
+DEVCTX_KERNEL void reverse_blocks(devctx::span<const int> in, devctx::span<int> out, unsigned bug) {
+  DEVCTX_SHARED(int, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t i = devctx::global_idx().x;
+  s[t] = in[i];
+  devctx::barrier();
+  out[i] = s[63 - t + bug];
+}
+
+constexpr unsigned kTile = 8;
+using TileRow = float[kTile];
+
+/// Transposes 8x8 tiles through a two-dimensional shared array; `bug` = 1 reads past a row's end.
+DEVCTX_KERNEL void transpose_tiles(devctx::span<const float> in, devctx::span<float> out, unsigned bug) {
+  DEVCTX_SHARED(TileRow, tile, kTile);
+  const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
+  const std::size_t base = std::size_t(devctx::block_idx().x) * kTile * kTile;
+  tile[ty][tx] = in[base + ty * kTile + tx];
+  devctx::barrier();
+  out[base + ty * kTile + tx] = tile[tx][ty + bug];
+}
+
+/// Rotates each block's part through dynamic shared memory; `extra` = 1 reads one past its end.
+DEVCTX_KERNEL void rotate_dynamic(devctx::span<const unsigned> in, devctx::span<unsigned> out, unsigned extra) {
+  const devctx::span<unsigned> s = devctx::dynamic_shared<unsigned>();
+  const unsigned t = devctx::thread_idx().x, n = devctx::block_dim().x;
+  const std::size_t i = devctx::global_idx().x;
+  s[t] = in[i];
+  devctx::barrier();
+  out[i] = t + 1 == n ? s[t + extra] : s[t + 1];
+}
+
+/// Each thread publishes its value, then reads its neighbour's after a barrier and again after a
+/// second one. Thread `leaver` returns between the two barriers.
+DEVCTX_KERNEL void leave_between_barriers(devctx::span<int> out, unsigned leaver) {
+  DEVCTX_SHARED(int, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  s[t] = int(t) * 3;
+  devctx::barrier();
+  const int neighbour = s[(t + 1) % 64];
+  if (t == leaver) return;
+  devctx::barrier();
+  out[devctx::global_idx().x] = neighbour + s[(t + 2) % 64];
+}
+
+inline constexpr unsigned kSplitLine = __LINE__ + 8;  // the line of the first barrier() below
+
+/// Threads below `split` wait at one barrier() call, the others at another.
+DEVCTX_KERNEL void split_barriers(devctx::span<int> out, unsigned split) {
+  DEVCTX_SHARED(int, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  s[t] = int(t);
+  if (t < split)
+    devctx::barrier();
+  else
+    devctx::barrier();
+  out[devctx::global_idx().x] = s[63 - t];
+}
+
+/// Block sums; threads past the end of `in` return before the first barrier (the usual guard).
+DEVCTX_KERNEL void guarded_block_sums(devctx::span<const int> in, devctx::span<long long> sums) {
+  DEVCTX_SHARED(long long, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t i = devctx::global_idx().x;
+  if (i >= in.size()) return;
+  s[t] = in[i];
+  devctx::barrier();
+  const std::size_t first = std::size_t(devctx::block_idx().x) * 64;
+  const unsigned active = unsigned(std::min<std::size_t>(64, in.size() - first));
+  for (unsigned stride = 32; stride > 0; stride /= 2) {
+    if (t < stride && t + stride < active) s[t] += s[t + stride];
+    devctx::barrier();
+  }
+  if (t == 0) sums[devctx::block_idx().x] = s[0];
+}
+
+/// Thread 0 adds up its block's shared array; without the barrier it reads the others' elements
+/// before they are written.
+DEVCTX_KERNEL void sum_in_thread0(devctx::span<const int> in, devctx::span<long long> sums, unsigned with_barrier) {
+  DEVCTX_SHARED(int, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  s[t] = in[devctx::global_idx().x];
+  if (with_barrier != 0) devctx::barrier();
+  if (t == 0) {
+    long long sum = 0;
+    for (unsigned j = 0; j < 64; ++j) sum += s[j];
+    sums[devctx::block_idx().x] = sum;
+  }
+}
+
+/// Block-level form: each thread reads its neighbour's element, in the phase that writes it
+/// (`same_phase` = 1, a race) or in the next phase.
+DEVCTX_KERNEL void neighbour_phases(devctx::Block blk, devctx::span<const int> in, devctx::span<int> out,
+                                    unsigned same_phase) {
+  DEVCTX_SHARED(int, s, 64);
+  if (same_phase != 0) {
+    blk.for_each_thread([&](devctx::Thread t) {
+      s[t.x] = in[blk.global_idx(t).x];
+      out[blk.global_idx(t).x] = s[(t.x + 1) % 64];
+    });
+  } else {
+    blk.for_each_thread([&](devctx::Thread t) { s[t.x] = in[blk.global_idx(t).x]; });
+    blk.for_each_thread([&](devctx::Thread t) { out[blk.global_idx(t).x] = s[(t.x + 1) % 64]; });
+  }
+}
+
+/// Every thread stores its index into out[index >> shift]: shift = 0 gives each its own element.
+DEVCTX_KERNEL void store_index(devctx::span<unsigned> out, unsigned shift) {
+  const unsigned t = devctx::thread_idx().x;
+  out[t >> shift] = t;
+}
+
+/// Thread 0 of each block stores the block's number into totals[block >> shift].
+DEVCTX_KERNEL void store_block(devctx::span<unsigned> totals, unsigned shift) {
+  if (devctx::thread_idx().x == 0) totals[devctx::block_idx().x >> shift] = devctx::block_idx().x + 1;
+}
+
+DEVCTX_KERNEL void histogram(devctx::span<const unsigned> values, devctx::span<unsigned> counts) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < values.size()) devctx::atomic_add(&counts[values[i] % counts.size()], 1u);
+}
+
+DEVCTX_KERNEL void scale(devctx::span<const float> in, devctx::span<float> out, float k) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = k * in[i];
+}
+
+/// Reads `acc` through a writable span.
+DEVCTX_KERNEL void double_into(devctx::span<float> acc, devctx::span<float> out) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = 2.0f * acc[i];
+}
+
+DEVCTX_KERNEL void iota(devctx::span<float> out) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = float(i);
+}
+
+// ---- helpers ---------------------------------------------------------------------------------------
+
+DeviceContext checked_cpu() { return DeviceContext{Api::cpu, 0, {.check = true}}; }
+
+/// The error that synchronize() reports, which must be a checking-mode report.
+std::string report_of(DeviceContext& ctx) {
+  const auto e = error_of([&] { ctx.synchronize(); });
+  if (!e) return "";
+  EXPECT_EQ(e->code(), Errc::check_failed) << e->what();
+  return e->what();
+}
+
+class Checking : public testing::Test {
+ protected:
+  DeviceContext ctx = checked_cpu();
+  std::mt19937_64 rng = devctx_test::test_rng();
+};
+
+// ---- enabling it -------------------------------------------------------------------------------------
+
+TEST(CheckingSwitch, TheOptionAndTheEnvironmentTurnItOn) {
+  {
+    const ScopedEnv env("DEVCTX_CHECK", nullptr);
+    EXPECT_FALSE(DeviceContext{Api::cpu}.checking());
+    EXPECT_TRUE(checked_cpu().checking());
+  }
+  {
+    const ScopedEnv env("DEVCTX_CHECK", "1");
+    EXPECT_TRUE(DeviceContext{Api::cpu}.checking());
+    EXPECT_TRUE(DeviceContext{}.checking() || DeviceContext{}.api() != Api::cpu);
+    EXPECT_FALSE((DeviceContext{Api::cpu, 0, {.check = false}}.checking()));  // the option wins
+  }
+  {
+    const ScopedEnv env("DEVCTX_CHECK", "0");
+    EXPECT_FALSE(DeviceContext{Api::cpu}.checking());
+  }
+}
+
+TEST(CheckingSwitch, ABadValueOfTheVariableIsAnError) {
+  for (const char* text : {"yes", "2", "1 ", "-1", "on"}) {
+    const ScopedEnv env("DEVCTX_CHECK", text);
+    const auto e = error_of([] { DeviceContext ctx{Api::cpu}; });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::invalid_argument);
+    EXPECT_THAT(e->what(), HasSubstr("DEVCTX_CHECK"));
+    EXPECT_THAT(e->what(), HasSubstr(text));
+  }
+}
+
+// ---- out-of-bounds indices -----------------------------------------------------------------------------
+
+TEST_F(Checking, AnIndexPastASpansEndIsReportedWithoutDevctxCheckBounds) {
+  const auto values = devctx_test::random_vector<float>(rng, 1000, -1.0f, 1.0f);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<float>(1000);
+  // Thread 999 (block 3, thread 231) reads in[1000].
+  ctx.enqueue_function<shift_copy>({.grid_dim = 4, .block_dim = 256}, in, out, 1u);
+  const std::string m = report_of(ctx);
+  EXPECT_THAT(m, HasSubstr("kernel 'shift_copy' failed in block (3, 0, 0), thread (231, 0, 0): out-of-bounds "
+                           "access: index 1000 of argument 1 (devctx::span<const float>), which has 1000 elements"));
+  // The context stays usable, and the clean twin passes.
+  ctx.enqueue_function<shift_copy>({.grid_dim = 4, .block_dim = 256}, in, out, 0u);
+  EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
+}
+
+TEST_F(Checking, AnIndexPastASubspansEndIsReportedAgainstTheSubspan) {
+  auto data = ctx.enqueue_create_buffer<int>(100);
+  ctx.enqueue_memset(data, -1);
+  ctx.enqueue_function<write_subspan>({.grid_dim = 1, .block_dim = 64}, data, 10u, 20u, 1u);
+  const std::string m = report_of(ctx);
+  EXPECT_THAT(m, HasSubstr("thread (19, 0, 0): out-of-bounds access: index 20 of a span of 20 elements starting at "
+                           "element 10 of argument 1 (devctx::span<int>)"));
+  ctx.enqueue_function<write_subspan>({.grid_dim = 1, .block_dim = 64}, data, 10u, 20u, 0u);
+  const auto got = download(ctx, data);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], i >= 10 && i < 30 ? int(i - 10) : -1) << i;
+}
+
+TEST_F(Checking, AnIndexPastASharedArrayIsReportedWithItsName) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<reverse_blocks>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'reverse_blocks' failed in block (0, 0, 0), thread (0, 0, 0): "
+                                        "out-of-bounds access: index 64 of shared array 's', which has 64 elements"));
+  ctx.enqueue_function<reverse_blocks>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + 63 - i % 64]) << i;
+}
+
+TEST_F(Checking, AnIndexPastARowOfATwoDimensionalSharedArrayIsReported) {
+  const auto values = devctx_test::random_vector<float>(rng, 3 * 64, -1.0f, 1.0f);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<float>(values.size());
+  const devctx::LaunchConfig cfg{.grid_dim = 3, .block_dim = {kTile, kTile}};
+  ctx.enqueue_function<transpose_tiles>(cfg, in, out, 1u);
+  // The last thread to reach the barrier goes on first: thread (7, 7) reads tile[7][8].
+  EXPECT_THAT(report_of(ctx), HasSubstr("failed in block (0, 0, 0), thread (7, 7, 0): out-of-bounds access: index 8 "
+                                        "of row 7 of shared array 'tile', which has 8 elements"));
+  ctx.enqueue_function<transpose_tiles>(cfg, in, out, 0u);
+  const auto got = download(ctx, out);
+  for (std::size_t b = 0; b < 3; ++b)
+    for (std::size_t y = 0; y < kTile; ++y)
+      for (std::size_t x = 0; x < kTile; ++x)
+        ASSERT_EQ(got[b * 64 + y * kTile + x], values[b * 64 + x * kTile + y]) << b << ' ' << y << ' ' << x;
+}
+
+TEST_F(Checking, AnIndexPastDynamicSharedMemoryIsReported) {
+  const auto values = devctx_test::random_vector<unsigned>(rng, 256, 0, 1u << 30);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<unsigned>(256);
+  const auto cfg = devctx_test::cover(256, 64, 64 * sizeof(unsigned));
+  ctx.enqueue_function<rotate_dynamic>(cfg, in, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("block (0, 0, 0), thread (63, 0, 0): out-of-bounds access: index 64 of "
+                                        "dynamic shared memory, which has 64 elements"));
+  ctx.enqueue_function<rotate_dynamic>(cfg, in, out, 0u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 256; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;
+}
+
+// ---- barrier divergence ------------------------------------------------------------------------------------
+
+TEST_F(Checking, AThreadReturningBetweenBarriersIsDivergence) {
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<leave_between_barriers>({.grid_dim = 2, .block_dim = 64}, out, 5u);
+  const std::string m = report_of(ctx);
+  EXPECT_THAT(m, HasSubstr("kernel 'leave_between_barriers' failed in block (0, 0, 0): barrier divergence: thread "
+                           "(5, 0, 0) returned after passing 1 barrier while thread (63, 0, 0) waits at the block's "
+                           "barrier #2 (the barrier() at checking_test.cpp:"));
+  ctx.enqueue_function<leave_between_barriers>({.grid_dim = 2, .block_dim = 64}, out, 1000u);
+  const auto got = download(ctx, out);
+  for (int i = 0; i < 128; ++i) ASSERT_EQ(got[i], (i % 64 + 1) % 64 * 3 + (i % 64 + 2) % 64 * 3) << i;
+}
+
+TEST_F(Checking, ThreadsAtDifferentBarrierCallsAreDivergence) {
+  auto out = ctx.enqueue_create_buffer<int>(64);
+  ctx.enqueue_function<split_barriers>({.grid_dim = 1, .block_dim = 64}, out, 32u);
+  const std::string m = report_of(ctx);
+  EXPECT_THAT(m, HasSubstr("barrier divergence: thread (0, 0, 0) waits at the barrier() at checking_test.cpp:" +
+                           std::to_string(kSplitLine) + ":"));
+  EXPECT_THAT(m, HasSubstr("and thread (32, 0, 0) at the one at checking_test.cpp:" + std::to_string(kSplitLine + 2) +
+                           ":"));
+  for (unsigned split : {0u, 64u}) {
+    ctx.enqueue_function<split_barriers>({.grid_dim = 1, .block_dim = 64}, out, split);
+    const auto got = download(ctx, out);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(got[i], 63 - i) << i;
+  }
+}
+
+TEST_F(Checking, ReturningBeforeTheFirstBarrierIsNotDivergence) {
+  const std::size_t n = 1000;  // the last block has 40 threads with work and 24 that return at once
+  const auto values = devctx_test::random_vector<int>(rng, n, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto sums = ctx.enqueue_create_buffer<long long>(16);
+  ctx.enqueue_function<guarded_block_sums>({.grid_dim = 16, .block_dim = 64}, in, sums);
+  const auto got = download(ctx, sums);
+  for (std::size_t b = 0; b < 16; ++b) {
+    long long expected = 0;
+    for (std::size_t i = b * 64; i < std::min(n, b * 64 + 64); ++i) expected += values[i];
+    ASSERT_EQ(got[b], expected) << b;
+  }
+}
+
+// ---- races ----------------------------------------------------------------------------------------------------
+
+TEST_F(Checking, AMissingBarrierIsASharedMemoryRace) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto sums = ctx.enqueue_create_buffer<long long>(2);
+  ctx.enqueue_function<sum_in_thread0>({.grid_dim = 2, .block_dim = 64}, in, sums, 0u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'sum_in_thread0' failed in block (0, 0, 0): shared-memory race: "
+                                        "thread (1, 0, 0) wrote element 1 of shared array 's' and thread (0, 0, 0) "
+                                        "accessed it with no barrier() between the two (both before the block's "
+                                        "first barrier)"));
+  ctx.enqueue_function<sum_in_thread0>({.grid_dim = 2, .block_dim = 64}, in, sums, 1u);
+  const auto got = download(ctx, sums);
+  EXPECT_EQ(got[0], std::accumulate(values.begin(), values.begin() + 64, 0LL));
+  EXPECT_EQ(got[1], std::accumulate(values.begin() + 64, values.end(), 0LL));
+}
+
+TEST_F(Checking, AReadOfANeighboursElementInTheSamePhaseIsARace) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<neighbour_phases>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'neighbour_phases' failed in block (0, 0, 0): shared-memory race: "
+                                        "thread (0, 0, 0) wrote element 0 of shared array 's' and thread (63, 0, 0) "
+                                        "accessed it"));
+  ctx.enqueue_function<neighbour_phases>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;
+}
+
+TEST_F(Checking, ThreadsOfABlockWritingOneElementRace) {
+  auto out = devctx_test::poisoned_buffer<unsigned>(ctx, 32);
+  ctx.enqueue_function<store_index>({.grid_dim = 1, .block_dim = 32}, out, 5u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'store_index' failed in block (0, 0, 0): global-memory race: thread "
+                                        "(0, 0, 0) wrote element 0 of argument 1 (devctx::span<unsigned int>) and "
+                                        "thread (1, 0, 0) accessed it with no barrier() between the two"));
+  ctx.enqueue_function<store_index>({.grid_dim = 1, .block_dim = 32}, out, 0u);
+  const auto got = download(ctx, out);
+  for (unsigned i = 0; i < 32; ++i) ASSERT_EQ(got[i], i);
+}
+
+TEST_F(Checking, BlocksWritingOneElementRace) {
+  auto totals = devctx_test::poisoned_buffer<unsigned>(ctx, 8);
+  ctx.enqueue_function<store_block>({.grid_dim = 8, .block_dim = 32}, totals, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'store_block' failed in block (1, 0, 0): global-memory race between "
+                                        "blocks: thread (0, 0, 0) of block (0, 0, 0) wrote element 0 of argument 1 "
+                                        "(devctx::span<unsigned int>) and thread (0, 0, 0) of block (1, 0, 0) wrote "
+                                        "it too"));
+  ctx.enqueue_function<store_block>({.grid_dim = 8, .block_dim = 32}, totals, 0u);
+  const auto got = download(ctx, totals);
+  for (unsigned b = 0; b < 8; ++b) ASSERT_EQ(got[b], b + 1);
+}
+
+TEST_F(Checking, AtomicsOnOneElementAreNotARace) {
+  const std::size_t n = 5000;
+  const auto values = devctx_test::random_vector<unsigned>(rng, n, 0, 1u << 20);
+  auto in = upload(ctx, values);
+  auto counts = ctx.enqueue_create_buffer<unsigned>(7);
+  ctx.enqueue_memset(counts, 0u);
+  ctx.enqueue_function<histogram>(devctx_test::cover(n, 128), in, counts);
+  std::vector<unsigned> expected(7, 0);
+  for (unsigned v : values) ++expected[v % 7];
+  EXPECT_TRUE(devctx_test::all_equal(expected, download(ctx, counts)));
+}
+
+// ---- reads of memory never written -------------------------------------------------------------------------
+
+TEST_F(Checking, AReadOfABufferNothingWroteIsReported) {
+  auto in = ctx.enqueue_create_buffer<float>(300);
+  auto out = ctx.enqueue_create_buffer<float>(300);
+  ctx.enqueue_function<scale>(devctx_test::cover(300, 128), in, out, 2.0f);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'scale' failed in block (0, 0, 0): read of uninitialised device "
+                                        "memory: thread (0, 0, 0) read element 0 of argument 1 (devctx::span<const "
+                                        "float>), which nothing wrote since the buffer was created"));
+}
+
+TEST_F(Checking, AReadPastTheWrittenPartIsReportedAtTheFirstUnwrittenElement) {
+  const auto values = devctx_test::random_vector<float>(rng, 300, -1.0f, 1.0f);
+  auto in = ctx.enqueue_create_buffer<float>(300);
+  auto out = ctx.enqueue_create_buffer<float>(300);
+  ctx.enqueue_copy(in.slice(0, 200), std::span<const float>(values).subspan(0, 200));
+  ctx.enqueue_function<scale>(devctx_test::cover(300, 128), in, out, 2.0f);
+  EXPECT_THAT(report_of(ctx), HasSubstr("failed in block (1, 0, 0): read of uninitialised device memory: thread "
+                                        "(72, 0, 0) read element 200 of argument 1"));
+  // Copies, memsets and kernels all count as writes.
+  ctx.enqueue_copy(in.slice(200, 100), std::span<const float>(values).subspan(200, 100));
+  ctx.enqueue_function<scale>(devctx_test::cover(300, 128), in, out, 2.0f);
+  auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 300; ++i) ASSERT_EQ(got[i], 2.0f * values[i]) << i;
+  auto filled = ctx.enqueue_create_buffer<float>(300);
+  ctx.enqueue_memset(filled, 1.5f);
+  ctx.enqueue_function<scale>(devctx_test::cover(300, 128), filled, out, 2.0f);
+  got = download(ctx, out);
+  for (std::size_t i = 0; i < 300; ++i) ASSERT_EQ(got[i], 3.0f) << i;
+  auto made = ctx.enqueue_create_buffer<float>(300);
+  ctx.enqueue_function<iota>(devctx_test::cover(300, 128), made);
+  ctx.enqueue_function<scale>(devctx_test::cover(300, 128), made, out, 2.0f);
+  got = download(ctx, out);
+  for (std::size_t i = 0; i < 300; ++i) ASSERT_EQ(got[i], 2.0f * float(i)) << i;
+}
+
+TEST_F(Checking, AReadThroughAWritableSpanOfUnwrittenMemoryIsReported) {
+  auto acc = ctx.enqueue_create_buffer<float>(64);
+  auto out = ctx.enqueue_create_buffer<float>(64);
+  ctx.enqueue_function<double_into>({.grid_dim = 1, .block_dim = 64}, acc, out);
+  EXPECT_THAT(report_of(ctx), HasSubstr("read of uninitialised device memory: thread (0, 0, 0) read element 0 of "
+                                        "argument 1 (devctx::span<float>)"));
+  ctx.enqueue_memset(acc, 4.0f);
+  ctx.enqueue_function<double_into>({.grid_dim = 1, .block_dim = 64}, acc, out);
+  for (float v : download(ctx, out)) ASSERT_EQ(v, 8.0f);
+}
+
+TEST_F(Checking, AnAtomicOnACounterNothingZeroedIsReported) {
+  const auto values = devctx_test::random_vector<unsigned>(rng, 100, 0, 1000);
+  auto in = upload(ctx, values);
+  auto counts = ctx.enqueue_create_buffer<unsigned>(7);
+  ctx.enqueue_function<histogram>(devctx_test::cover(100, 128), in, counts);
+  EXPECT_THAT(report_of(ctx), HasSubstr("read of uninitialised device memory: thread (0, 0, 0) read element " +
+                                        std::to_string(values[0] % 7) + " of argument 2 (devctx::span<unsigned int>)"));
+}
+
+// ---- host access to a HostBuffer while a copy is pending ------------------------------------------------
+
+TEST_F(Checking, ReadingADownloadBeforeSynchronizeIsAnError) {
+  auto d = ctx.enqueue_create_buffer<float>(256);
+  ctx.enqueue_memset(d, 2.5f);
+  auto h = ctx.enqueue_create_host_buffer<float>(256);
+  ctx.synchronize();
+  ctx.enqueue_copy(h, d);
+  for (auto access : {0, 1, 2}) {
+    const auto e = error_of([&] {
+      if (access == 0) (void)h[10];
+      if (access == 1) (void)h.data();
+      if (access == 2)
+        for (float v : h) (void)v;
+    });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::check_failed);
+    EXPECT_THAT(e->what(), HasSubstr(access == 0   ? "HostBuffer::operator[]"
+                                     : access == 1 ? "HostBuffer::data()"
+                                                   : "HostBuffer::begin()"));
+    EXPECT_THAT(e->what(), HasSubstr("while a copy into this HostBuffer on cpu:0"));
+    EXPECT_THAT(e->what(), HasSubstr("may still be running: the host may touch the buffer only after synchronize()"));
+  }
+  ctx.synchronize();
+  for (std::size_t i = 0; i < 256; ++i) ASSERT_EQ(h[i], 2.5f) << i;
+}
+
+TEST_F(Checking, WritingAnUploadsSourceBeforeSynchronizeIsAnError) {
+  auto h = ctx.enqueue_create_host_buffer<int>(64);
+  auto d = ctx.enqueue_create_buffer<int>(64);
+  ctx.synchronize();
+  std::iota(h.begin(), h.end(), 0);
+  ctx.enqueue_copy(d, h);
+  const auto e = error_of([&] { h[0] = 99; });
+  ASSERT_TRUE(e);
+  EXPECT_THAT(e->what(), HasSubstr("HostBuffer::operator[] while a copy out of this HostBuffer"));
+  ctx.synchronize();
+  h[0] = 99;
+  const auto got = download(ctx, d);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(got[i], i);
+}
+
+TEST_F(Checking, AnEventRecordedAfterTheCopyCoversIt) {
+  auto d = ctx.enqueue_create_buffer<unsigned>(64);
+  ctx.enqueue_memset(d, 7u);
+  auto h = ctx.enqueue_create_host_buffer<unsigned>(64);
+  ctx.synchronize();
+  auto s = ctx.create_stream();
+  const auto before = s.record_event();
+  s.enqueue_copy(h, d);
+  before.synchronize();
+  EXPECT_TRUE(error_of([&] { (void)h[0]; }));  // an event before the copy does not cover it
+  const auto after = s.record_event();
+  after.synchronize();
+  for (unsigned v : h) ASSERT_EQ(v, 7u);
+  // Through another stream that waited for the event: its synchronize covers the copy too.
+  s.enqueue_copy(h, d);
+  const auto done = s.record_event();
+  ctx.enqueue_wait_for(done);
+  static_cast<devctx::StreamRef&>(ctx).synchronize();
+  for (unsigned v : h) ASSERT_EQ(v, 7u);
+}
+
+TEST_F(Checking, ACopyFromOrdinaryMemoryReturnsFinished) {
+  auto h = ctx.enqueue_create_host_buffer<int>(16);
+  ctx.synchronize();
+  const std::vector<int> values(16, 5);
+  ctx.enqueue_copy(h, values);  // returns once done
+  for (int v : h) ASSERT_EQ(v, 5);
+}
+
+}  // namespace
