@@ -60,8 +60,9 @@ struct Timings {
   double upload, add, scale, sum, download;
 };
 
+/// One step: its time, the memory rate it reached and the bytes it read and wrote.
 void print_row(const char* step, double ms, std::size_t bytes) {
-  std::printf("  %-34s %9.3f ms  %8.2f GB/s\n", step, ms, double(bytes) / (ms * 1e6));
+  std::printf("  %-34s %9.3f ms  %8.2f GB/s   %s\n", step, ms, double(bytes) / (ms * 1e6), bytes_text(bytes).c_str());
 }
 
 }  // namespace
@@ -69,8 +70,8 @@ void print_row(const char* step, double ms, std::size_t bytes) {
 int run_demo(const DemoOptions& o) {
   devctx::DeviceContext ctx = [&] {
     if (o.device.empty()) return devctx::DeviceContext{};
-    const auto d = parse_device(o.device);
-    return devctx::DeviceContext{d->api, d->id};
+    const devctx::DeviceId d = devctx::parse_device(o.device);
+    return devctx::DeviceContext{d.api, d.id};
   }();
   const std::size_t n = o.n;
   const auto blocks = unsigned((n + kBlock - 1) / kBlock);
@@ -78,7 +79,7 @@ int run_demo(const DemoOptions& o) {
   const std::size_t vec_bytes = n * sizeof(float);
 
   std::printf("devctx demo on %s:%d (%s)\n", devctx::to_string(ctx.api()), ctx.id(), ctx.name().c_str());
-  std::printf("  n = %zu floats (%s per vector), random inputs with seed %u\n", n, bytes_text(vec_bytes).c_str(),
+  std::printf("  n = %zu floats, %s per vector, random inputs with seed %u\n", n, bytes_text(vec_bytes).c_str(),
               seed);
   std::printf("  out = (a + b) * %g, then block_sum: %u sums of %u elements (shared memory + barriers%s)\n",
               double(o.scale), blocks, kBlock, o.block_level ? ", block-level form" : "");
@@ -125,13 +126,12 @@ int run_demo(const DemoOptions& o) {
   }
 
   const std::size_t sums_bytes = blocks * sizeof(float);
-  std::printf("\n  %-34s %12s  %13s\n", "step (second of 2 runs)", "time", "memory rate");
-  print_row(("upload    a, b (" + bytes_text(2 * vec_bytes) + ")").c_str(), t.upload, 2 * vec_bytes);
+  std::printf("\n  %-34s %12s  %13s   %s\n", "step (second of 2 runs)", "time", "memory rate", "bytes moved");
+  print_row("upload    a, b", t.upload, 2 * vec_bytes);
   print_row("kernel    vector_add", t.add, 3 * vec_bytes);
   print_row("kernel    scale", t.scale, 2 * vec_bytes);
   print_row(o.block_level ? "kernel    block_sum (block-level)" : "kernel    block_sum", t.sum, vec_bytes + sums_bytes);
-  print_row(("download  out, sums (" + bytes_text(vec_bytes + sums_bytes) + ")").c_str(), t.download,
-            vec_bytes + sums_bytes);
+  print_row("download  out, sums", t.download, vec_bytes + sums_bytes);
   const double total = t.upload + t.add + t.scale + t.sum + t.download;
   std::printf("  %-34s %9.3f ms   (transfers %.0f%%)\n", "total", total, 100.0 * (t.upload + t.download) / total);
 

@@ -1,7 +1,6 @@
 // The `devctx` command-line tool: `devctx info` lists the devices, `devctx demo` runs the
 // host -> device -> host round trip on one of them, checks it and times it.
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -11,39 +10,6 @@
 #ifndef DEVCTX_VERSION_STRING
 #define DEVCTX_VERSION_STRING "unknown"
 #endif
-
-namespace devctx_tool {
-
-std::optional<DeviceName> parse_device(const std::string& text) {
-  std::string name = text;
-  int id = 0;
-  if (const auto colon = text.find(':'); colon != std::string::npos) {
-    name = text.substr(0, colon);
-    const std::string number = text.substr(colon + 1);
-    if (number.empty() || number.size() > 6 || number.find_first_not_of("0123456789") != std::string::npos)
-      return std::nullopt;
-    id = std::stoi(number);
-  }
-  if (name == "cpu") return DeviceName{devctx::Api::cpu, id};
-  if (name == "cuda" || name == "gpu") return DeviceName{devctx::Api::cuda, id};
-  return std::nullopt;
-}
-
-std::string bytes_text(std::size_t bytes) {
-  static constexpr const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  if (unit == 0) std::snprintf(text, sizeof text, "%zu bytes", bytes);
-  else std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
-  return text;
-}
-
-}  // namespace devctx_tool
 
 int main(int argc, char** argv) {
   using namespace devctx_tool;
@@ -70,7 +36,12 @@ int main(int argc, char** argv) {
               "check every element against the host and show where the time went");
   demo->add_option("-d,--device", demo_options.device, "cpu, cuda or cuda:N (default: the default device)")
       ->check([](const std::string& text) {
-        return parse_device(text) ? std::string() : "'" + text + "' names no device: use cpu, cuda or cuda:N";
+        try {
+          (void)devctx::parse_device(text);  // the library's rule and message, as for DEVCTX_DEVICE
+          return std::string();
+        } catch (const devctx::Error& e) {
+          return std::string(e.what());
+        }
       });
   demo->add_option("-n,--n", demo_options.n, "Elements per vector")
       ->capture_default_str()

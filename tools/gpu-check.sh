@@ -3,12 +3,13 @@
 #
 # Configures a fresh Release build (Ninja, -DCMAKE_CUDA_ARCHITECTURES=90 unless
 # DEVCTX_CUDA_ARCH says otherwise), builds everything, then runs:
-#   1. ctest -L gpu with DEVCTX_REQUIRE_GPU=1 (the CUDA runs of the behavioural tests)
+#   1. ctest -L gpu with DEVCTX_REQUIRE_GPU=1: the CUDA runs of the behavioural tests and the
+#      CUDA smoke check (tests/cuda/cuda_smoke.cu), each of its device-fault runs in its own process
 #   2. the full ctest
-#   3. the CUDA smoke check (bench/cuda/cuda_smoke.cu), including its device-fault runs
-#   4. the CUDA benchmark (devctx vs raw CUDA) and the CPU benchmark, when built
-#   5. compute-sanitizer memcheck and racecheck over every gpu-labelled test's command line
-#      (found with `ctest -L gpu --show-only=json-v1`), and over the CUDA smoke check
+#   3. the CUDA benchmark (devctx vs raw CUDA) and the CPU benchmark, when built
+#   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
+#      (found with `ctest -L gpu -LE gpu_fault --show-only=json-v1`; the device-fault runs,
+#      label gpu_fault, fault on purpose)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
 # ends the output; the exit status is non-zero when any step failed.
 #
@@ -77,9 +78,10 @@ environment() {
 sanitize() {
   local tool=$1 env=$2
   shift 2
+  local -a vars=()
+  read -r -a vars <<<"$env"  # NAME=VALUE words, split without glob expansion
   # API errors that a test provokes on purpose (out of memory, bad launches) are not memory errors.
-  # shellcheck disable=SC2086  # a list of NAME=VALUE words
-  env $env compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 "$@"
+  env "${vars[@]}" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 "$@"
 }
 
 export SRC BUILD ARCH
@@ -105,16 +107,7 @@ else
   skip "ctest" "no tests configured"
 fi
 
-# ---- the smoke check and the benchmarks ------------------------------------------------------------
-SMOKE=$BUILD/bench/cuda/devctx_cuda_smoke
-if [[ -x $SMOKE ]]; then
-  step "cuda smoke" smoke.log "$SMOKE"
-  # Each fault poisons the process's CUDA context, so each gets its own process.
-  step "cuda smoke: out-of-bounds fault report" smoke-oob.log "$SMOKE" oob
-  step "cuda smoke: trap fault report" smoke-trap.log "$SMOKE" trap
-else
-  skip "cuda smoke" "bench/cuda not built (is add_subdirectory(cuda) in bench/CMakeLists.txt?)"
-fi
+# ---- the benchmarks -----------------------------------------------------------------------------------
 BENCH=$BUILD/bench/cuda/devctx_bench_cuda
 if [[ -x $BENCH ]]; then
   step "cuda benchmark (devctx vs raw CUDA)" bench-cuda.log "$BENCH"
@@ -131,9 +124,11 @@ else
 fi
 
 # ---- compute-sanitizer over the gpu tests' own command lines ------------------------------------
-# Prints one line per gpu test: NAME<TAB>ENV1 ENV2...<TAB>COMMAND ARGS...
+# Prints one line per gpu test but the device-fault runs: NAME<US>ENV1 ENV2...<US>COMMAND ARGS...,
+# fields separated by the unit separator (0x1f): unlike a tab, `read` does not merge two of them,
+# so an empty ENV field (a test without environment) stays a field.
 gpu_test_commands() {
-  ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 2>/dev/null | python3 -c '
+  ctest --test-dir "$BUILD" -L gpu -LE gpu_fault --show-only=json-v1 2>/dev/null | python3 -c '
 import json, sys
 data = json.load(sys.stdin)
 for t in data.get("tests", []):
@@ -143,7 +138,7 @@ for t in data.get("tests", []):
             env = p.get("value", [])
     cmd = t.get("command") or []
     if cmd:
-        print(t["name"] + "\t" + " ".join(env) + "\t" + " ".join(cmd))
+        print(t["name"] + "\x1f" + " ".join(env) + "\x1f" + " ".join(cmd))
 '
 }
 
@@ -154,7 +149,7 @@ if command -v compute-sanitizer >/dev/null; then
     SANITIZED=1
     skip "compute-sanitizer over gpu tests" "GPU_CHECK_SKIP"
   elif [[ -f $BUILD/CTestTestfile.cmake ]] && command -v python3 >/dev/null; then
-    while IFS=$'\t' read -r name env cmd; do
+    while IFS=$'\x1f' read -r name env cmd; do
       [[ -z $name ]] && continue
       SANITIZED=1
       # shellcheck disable=SC2086  # env and cmd are word lists on purpose
@@ -163,18 +158,19 @@ if command -v compute-sanitizer >/dev/null; then
       # (CUDA 13.0, driver 580) such a run hung in about one of five tries, every launching
       # thread blocked on a lock inside libcuda while the sanitizer's collection thread spun
       # (seen 2026-11-30; memcheck runs them). Racecheck only looks at shared memory inside a
-      # kernel, which these tests do not use.
+      # kernel, which these tests do not use. The filter is an environment variable so that
+      # programs other than GoogleTest ones (the smoke check) ignore it.
       # shellcheck disable=SC2086
-      step "racecheck $name" "racecheck-$name.log" sanitize racecheck "$env" $cmd \
-        --gtest_filter='-*HostThreads*'
+      step "racecheck $name" "racecheck-$name.log" sanitize racecheck "$env GTEST_FILTER=-*HostThreads*" $cmd
+      # initcheck: device memory read before anything wrote it; synccheck: barrier and warp-sync
+      # misuse. Both over the whole program, like memcheck.
+      # shellcheck disable=SC2086
+      step "initcheck $name" "initcheck-$name.log" sanitize initcheck "$env" $cmd
+      # shellcheck disable=SC2086
+      step "synccheck $name" "synccheck-$name.log" sanitize synccheck "$env" $cmd
     done < <(gpu_test_commands)
   fi
   [[ $SANITIZED == 0 ]] && skip "compute-sanitizer over gpu tests" "no gpu-labelled tests found"
-  SMOKE=$BUILD/bench/cuda/devctx_cuda_smoke
-  if [[ -x $SMOKE ]]; then
-    step "memcheck devctx_cuda_smoke" memcheck-smoke.log sanitize memcheck "" "$SMOKE"
-    step "racecheck devctx_cuda_smoke" racecheck-smoke.log sanitize racecheck "" "$SMOKE"
-  fi
 else
   skip "compute-sanitizer" "not installed"
 fi

@@ -1,6 +1,5 @@
 // `devctx info`: the devices devctx can run on, and what their limits mean.
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -45,7 +44,7 @@ void print_device(devctx::Api api, int id, bool brief) {
   std::printf("\n%s:%d  %s\n", devctx::to_string(api), id, i.name.c_str());
   for (const Row& r : rows) {
     if (brief) std::printf("  %-24s %s\n", r.name, r.value.c_str());
-    else std::printf("  %-24s %-27s %s\n", r.name, r.value.c_str(), r.meaning);
+    else std::printf("  %-24s %-32s %s\n", r.name, r.value.c_str(), r.meaning);
   }
 }
 
@@ -62,12 +61,16 @@ int run_info(bool brief) {
 #endif
   std::printf("%d device%s: %d CPU, %s\n", cpus + gpus, cpus + gpus == 1 ? "" : "s", cpus, cuda_note.c_str());
 
-  const char* env = std::getenv("DEVCTX_DEVICE");
-  if (env != nullptr && *env != '\0') {
-    std::printf("default device: %s (from DEVCTX_DEVICE)\n", env);
+  // The device `DeviceContext ctx;` opens, chosen by the library itself: a DEVCTX_DEVICE that it
+  // rejects (a bad name, a device that is not there) throws the library's error here too.
+  const bool from_environment = devctx::device_from_environment().has_value();
+  const devctx::DeviceContext chosen;
+  const std::string name = std::string(devctx::to_string(chosen.api())) + ":" + std::to_string(chosen.id());
+  if (from_environment) {
+    std::printf("default device: %s (from DEVCTX_DEVICE)\n", name.c_str());
   } else {
-    std::printf("default device: %s (set DEVCTX_DEVICE=cpu|cuda|cuda:N to choose another)\n",
-                gpus > 0 ? "cuda:0, the first GPU" : "cpu:0, as there is no GPU");
+    std::printf("default device: %s, %s (set DEVCTX_DEVICE=cpu|cuda|cuda:N to choose another)\n", name.c_str(),
+                chosen.api() == devctx::Api::cuda ? "the first GPU" : "as there is no GPU");
   }
 
   for (int id = 0; id < cpus; ++id) print_device(devctx::Api::cpu, id, brief);

@@ -8,24 +8,21 @@
 
 #include <devctx/devctx.hpp>
 
+// The tool writes sizes as the library's messages do (one formatting, src/core/text.hpp).
+#include "core/text.hpp"
+
 namespace devctx_tool {
+
+using devctx::detail::bytes_text;
 
 /// Exit codes of the tool.
 enum Exit : int { ok = 0, check_failed = 1, error = 2 };
-
-/// A device named as DEVCTX_DEVICE names it: "cpu", "cuda", "cuda:N" ("gpu" = "cuda").
-struct DeviceName {
-  devctx::Api api = devctx::Api::cpu;
-  int id = 0;
-};
-/// Parses a device name; std::nullopt when it names none.
-[[nodiscard]] std::optional<DeviceName> parse_device(const std::string& text);
 
 /// `devctx info`: every device and its properties. Returns an Exit code.
 int run_info(bool brief);
 
 struct DemoOptions {
-  std::string device;        ///< empty: the default device
+  std::string device;        ///< as devctx::parse_device reads it; empty: the default device
   std::size_t n = 1 << 20;   ///< elements per vector
   std::optional<std::uint32_t> seed;  ///< random seed of the inputs; fresh when empty
   float scale = 2.5f;
@@ -33,8 +30,5 @@ struct DemoOptions {
 };
 /// `devctx demo`: the lesson's round trip, checked against the host and timed. Returns an Exit code.
 int run_demo(const DemoOptions& options);
-
-/// "4.0 MiB", "512 KiB", "1.5 GiB".
-[[nodiscard]] std::string bytes_text(std::size_t bytes);
 
 }  // namespace devctx_tool

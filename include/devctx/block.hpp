@@ -27,6 +27,9 @@
 // per thread on the GPU, so it may only compute block-uniform values.
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <cstddef>
 #include <new>
 

@@ -7,12 +7,16 @@
 // Slices (DeviceSlice, HostSlice) are non-owning views, valid while their buffer lives.
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <cstddef>
 #include <span>
 #include <type_traits>
 #include <utility>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/checked_size.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/span.hpp>
 
 namespace devctx {
@@ -23,9 +27,9 @@ template <class T>
 class HostBuffer;
 
 namespace detail {
-template <class T>
-void check_slice(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
-  if (offset > size || count > size - offset) throw_slice_out_of_range(what, offset, count, size);
+inline void check_slice(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
+  const auto end = checked_add(offset, count);
+  if (!end || *end > size) throw_slice_out_of_range(what, offset, count, size);
 }
 }  // namespace detail
 
@@ -46,7 +50,7 @@ class DeviceSlice {
   /// Device address of the first element (not dereferenceable on the host with CUDA).
   [[nodiscard]] T* data() const noexcept { return data_; }
   [[nodiscard]] DeviceSlice slice(std::size_t offset, std::size_t count) const {
-    detail::check_slice<T>("DeviceSlice::slice", offset, count, size_);
+    detail::check_slice("DeviceSlice::slice", offset, count, size_);
     return DeviceSlice(allocation_, data_ + offset, count);
   }
   /// The kernel's view of this slice.
@@ -139,7 +143,7 @@ class HostSlice {
   [[nodiscard]] T* begin() const noexcept { return data_; }
   [[nodiscard]] T* end() const noexcept { return data_ + size_; }
   [[nodiscard]] HostSlice slice(std::size_t offset, std::size_t count) const {
-    detail::check_slice<T>("HostSlice::slice", offset, count, size_);
+    detail::check_slice("HostSlice::slice", offset, count, size_);
     return HostSlice(allocation_, data_ + offset, count);
   }
   operator std::span<T>() const noexcept { return {data_, size_}; }  // NOLINT

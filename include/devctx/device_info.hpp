@@ -1,8 +1,10 @@
-// devctx/device_info.hpp - backends and device properties.
+// devctx/device_info.hpp - backends, device names and device properties.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <devctx/launch.hpp>
 
@@ -16,6 +18,24 @@ enum class Api {
 
 /// "cpu" or "cuda".
 [[nodiscard]] const char* to_string(Api api) noexcept;
+
+/// A device as DEVCTX_DEVICE and `devctx demo --device` name it.
+struct DeviceId {
+  Api api = Api::cpu;
+  int id = 0;
+  friend constexpr bool operator==(const DeviceId&, const DeviceId&) = default;
+};
+
+/// Parses a device name: "cpu", "cuda" or "gpu" (device 0), or "cpu:N", "cuda:N", "gpu:N" with
+/// N a decimal number (lower case, no spaces). Throws devctx::Error (invalid_argument) naming
+/// the text and the accepted forms. Whether the device exists is checked when a DeviceContext
+/// opens it.
+[[nodiscard]] DeviceId parse_device(std::string_view name);
+
+/// The device DEVCTX_DEVICE names (parsed as by parse_device), or std::nullopt when it is unset
+/// or empty. Throws devctx::Error (invalid_argument) naming DEVCTX_DEVICE and its value when it
+/// names no device. DeviceContext's default constructor obeys it.
+[[nodiscard]] std::optional<DeviceId> device_from_environment();
 
 /// A device's properties and limits. Every launch is checked against these before it is
 /// enqueued.

@@ -1,9 +1,12 @@
 // devctx/event.hpp - events: points in a stream's work, for ordering and timing.
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <memory>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 namespace devctx {
 

@@ -17,6 +17,9 @@
 //                                    warp must take part (full-warp operations)
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <devctx/detail/config.hpp>
 #include <devctx/launch.hpp>
 #include <devctx/span.hpp>
@@ -27,9 +30,9 @@ inline constexpr unsigned warp_size = 32;
 }  // namespace devctx
 
 #if defined(__CUDA_ARCH__)
-#include <devctx/detail/device_cuda.hpp>
+#include <devctx/detail/device/cuda.hpp>
 #else
-#include <devctx/detail/device_cpu.hpp>
+#include <devctx/detail/device/cpu.hpp>
 #endif
 
 #include <devctx/block.hpp>

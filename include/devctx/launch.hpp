@@ -1,6 +1,9 @@
 // devctx/launch.hpp - grid and block dimensions and the launch configuration.
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <cstddef>
 #include <cstdint>
 
@@ -17,7 +20,9 @@ struct Dim3 {
   constexpr Dim3() = default;
   DEVCTX_HD constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 
-  /// x * y * z, computed in 64 bits so that grid volumes cannot overflow.
+  /// x * y * z, computed in 64 bits: exact for every grid and block a device accepts (core
+  /// checks each dimension against the device's limits before it uses a volume; only
+  /// dimensions near 2^32 in all three axes could exceed 64 bits).
   [[nodiscard]] DEVCTX_HD constexpr std::uint64_t volume() const {
     return std::uint64_t(x) * y * z;
   }

@@ -1,17 +1,16 @@
 // devctx/span.hpp - devctx::span<T>, the view of device memory that kernels receive.
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <cstddef>
 #include <type_traits>
 
 #include <devctx/detail/config.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 namespace devctx {
-
-namespace detail {
-/// Throws devctx::Error(kernel_failed) for an out-of-range span index (DEVCTX_CHECK_BOUNDS).
-[[noreturn]] void throw_span_out_of_range(std::size_t index, std::size_t size);
-}  // namespace detail
 
 /// A non-owning view of `size()` contiguous elements in device memory, as a kernel sees a
 /// DeviceBuffer<T> (or one of its slices). Cheap to copy; valid while the buffer lives.

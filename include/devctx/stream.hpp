@@ -6,29 +6,23 @@
 // overlap; order it with record_event() / enqueue_wait_for().
 #pragma once
 
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
 #include <cstddef>
-#include <limits>
 #include <memory>
 #include <span>
 #include <type_traits>
 #include <utility>
 
 #include <devctx/buffer.hpp>
-#include <devctx/detail/endpoints.hpp>
-#include <devctx/detail/launch_kernel.hpp>
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/endpoints.hpp>
+#include <devctx/detail/host/launch_kernel.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/event.hpp>
 #include <devctx/launch.hpp>
 
 namespace devctx {
-
-namespace detail {
-[[noreturn]] void throw_allocation_too_large(QueueImpl& queue, const char* operation, std::size_t count,
-                                             std::size_t element_bytes);
-void queue_synchronize(QueueImpl& queue);
-[[nodiscard]] std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue);
-void queue_wait_for(QueueImpl& queue, const Event& event);
-}  // namespace detail
 
 /// A non-owning reference to a stream: all the enqueue verbs. DeviceContext (its default
 /// stream) and Stream are StreamRefs. Valid while the stream it refers to lives.
@@ -41,17 +35,14 @@ class StreamRef {
   /// Throws devctx::Error (out_of_memory) naming the size and the device's free memory.
   template <class T>
   [[nodiscard]] DeviceBuffer<T> enqueue_create_buffer(std::size_t count) {
-    return DeviceBuffer<T>(
-        detail::allocate(queue(), checked_bytes<T>("enqueue_create_buffer", count), detail::MemKind::device), count);
+    return DeviceBuffer<T>(detail::queue_allocate(queue(), detail::MemKind::device, count, sizeof(T)), count);
   }
 
   /// A HostBuffer of `count` elements: host memory fit for fast transfers (page-locked on CUDA).
   /// Fill it once synchronize() has returned after its creation.
   template <class T>
   [[nodiscard]] HostBuffer<T> enqueue_create_host_buffer(std::size_t count) {
-    return HostBuffer<T>(
-        detail::allocate(queue(), checked_bytes<T>("enqueue_create_host_buffer", count), detail::MemKind::host_pinned),
-        count);
+    return HostBuffer<T>(detail::queue_allocate(queue(), detail::MemKind::host_pinned, count, sizeof(T)), count);
   }
 
   /// Copies `src` into `dst`. Each may be a DeviceBuffer, HostBuffer, a slice of either, or
@@ -75,7 +66,7 @@ class StreamRef {
                     "enqueue_copy: the element types of destination and source differ");
       const auto d = detail::endpoint(dst);
       const auto s = detail::endpoint(src);
-      detail::enqueue_copy(queue(), d.ref, s.ref, sizeof(DT));
+      detail::queue_copy(queue(), d.ref, s.ref, sizeof(DT));
     }
   }
 
@@ -92,7 +83,7 @@ class StreamRef {
                     "enqueue_memset: the value does not convert to the element type");
       const auto d = detail::endpoint(dst);
       const DT v = static_cast<DT>(value);
-      detail::enqueue_fill(queue(), d.ref, &v, sizeof(DT));
+      detail::queue_fill(queue(), d.ref, &v, sizeof(DT));
     }
   }
 
@@ -115,7 +106,7 @@ class StreamRef {
 
   /// Work enqueued on this stream after this call starts only once `event` has completed.
   /// Returns at once. The event must belong to the same device.
-  void enqueue_wait_for(const Event& event) { detail::queue_wait_for(queue(), event); }
+  void enqueue_wait_for(const Event& event) { detail::queue_wait_for(queue(), event.impl()); }
 
   [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
   /// The backend queue (for devctx's own use and backend interop).
@@ -128,13 +119,6 @@ class StreamRef {
   void reset(detail::QueueImpl* queue) noexcept { queue_ = queue; }
 
  private:
-  template <class T>
-  std::size_t checked_bytes(const char* operation, std::size_t count) const {
-    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
-      detail::throw_allocation_too_large(queue(), operation, count, sizeof(T));
-    return count * sizeof(T);
-  }
-
   detail::QueueImpl* queue_;
 };
 

@@ -1,4 +1,7 @@
+// src/core/allocation.cpp - allocating buffers and releasing them in stream order.
 #include "core/allocation.hpp"
+
+#include "core/memory.hpp"
 
 namespace devctx::detail {
 
@@ -31,7 +34,9 @@ void AllocationReleaser::operator()(Allocation* allocation) const noexcept {
   delete allocation;
 }
 
-AllocationPtr allocate(QueueImpl& queue, std::size_t bytes, MemKind kind) {
+AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, std::size_t element_bytes) {
+  // Checked and bounded before the backend sees it, so that no backend's rounding can wrap.
+  const std::size_t bytes = allocation_bytes(queue.device(), kind, count, element_bytes);
   void* data = queue.allocate(bytes, kind);
   try {
     return AllocationPtr(new Allocation(queue.shared_from_this(), data, bytes, kind));

@@ -1,4 +1,5 @@
-// src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer.
+// src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer: which queue
+// allocated the memory, which other queues used it, and its stream-ordered release.
 #pragma once
 
 #include <cstddef>
@@ -6,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 #include "core/backend.hpp"
 
@@ -18,10 +19,7 @@ class Allocation {
       : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind) {}
 
   [[nodiscard]] void* data() const noexcept { return data_; }
-  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
-  [[nodiscard]] MemKind kind() const noexcept { return kind_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
-  [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
 
   /// Remembers that `queue` enqueued work on this memory, so the free waits for it too.
   void note_use(QueueImpl& queue);

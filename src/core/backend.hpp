@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
 
 namespace devctx::detail {
@@ -65,10 +65,12 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   [[nodiscard]] std::string label() const;
 };
 
-// ---- backend entry points (each backend folder defines its pair) ------------------------------
+// ---- backend entry points (each backend folder defines its own) ------------------------------
 [[nodiscard]] int cpu_device_count() noexcept;
 [[nodiscard]] std::shared_ptr<DeviceImpl> open_cpu_device(int id);
 [[nodiscard]] int cuda_device_count() noexcept;
 [[nodiscard]] std::shared_ptr<DeviceImpl> open_cuda_device(int id);
+/// Why cuda_device_count() is 0 ("devctx was built without CUDA (...)"), for messages.
+[[nodiscard]] std::string cuda_absent_reason();
 
 }  // namespace devctx::detail

@@ -1,31 +1,19 @@
-// src/core/errors.hpp - building devctx::Error messages.
+// src/core/errors.hpp - throwing devctx::Error: the one way core and the backends report a
+// failure (fail), built from the message pieces of core/text.hpp.
 #pragma once
 
-#include <sstream>
-#include <string>
 #include <utility>
 
 #include <devctx/error.hpp>
-#include <devctx/launch.hpp>
+
+#include "core/text.hpp"
 
 namespace devctx::detail {
 
-/// Concatenates anything streamable into one message.
-template <class... Parts>
-[[nodiscard]] std::string concat(Parts&&... parts) {
-  std::ostringstream out;
-  (out << ... << std::forward<Parts>(parts));
-  return out.str();
-}
-
+/// Throws devctx::Error(code) whose message is the concatenation of `parts`.
 template <class... Parts>
 [[noreturn]] void fail(Errc code, Parts&&... parts) {
   throw Error(code, concat(std::forward<Parts>(parts)...));
 }
-
-/// "(256, 1, 1)"
-[[nodiscard]] std::string to_string(const Dim3& d);
-/// "1.5 MiB (1572864 bytes)"
-[[nodiscard]] std::string bytes_text(std::size_t bytes);
 
 }  // namespace devctx::detail

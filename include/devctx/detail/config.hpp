@@ -1,7 +1,11 @@
-// devctx/detail/config.hpp - the compiler annotations shared by host and device code.
-// This is the only header that looks at which compiler pass is running; the device-side
-// implementations are chosen once, in kernel.hpp.
+// devctx/detail/config.hpp - the compiler annotations shared by host and device code
+// (DEVCTX_HD, DEVCTX_KERNEL, DEVCTX_DEVICE, DEVCTX_IVDEP). The kernel-side functions of each
+// backend are chosen per compiler pass in kernel.hpp (detail/device/cpu.hpp or cuda.hpp).
 #pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/config.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#endif
 
 #if defined(__CUDACC__)
 #define DEVCTX_HD __host__ __device__

@@ -3,13 +3,17 @@
 // and the executor entry points that kernel-side functions call. Users never include this.
 #pragma once
 
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/cpu_state.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#endif
+
 #include <cstddef>
 
 #include <devctx/launch.hpp>
 
 namespace devctx::detail::cpu {
 
-class BlockRun;  // src/backends/cpu: one block being executed (barriers, shared memory, fibers)
+class BlockExecutor;  // src/backends/cpu: the worker's executor of blocks (fibers, barriers, shared memory)
 
 /// How the current worker is executing kernel code.
 enum class Mode : unsigned char {
@@ -20,7 +24,8 @@ enum class Mode : unsigned char {
 };
 
 /// Per worker thread. Fibers of one block share their worker, so the scheduler rewrites
-/// `thread_idx` whenever it switches between GPU threads.
+/// `thread_idx` whenever it switches between GPU threads. The barrier assembly reads this
+/// layout: its offsets are checked in src/backends/cpu/fiber_abi.hpp.
 struct ThreadState {
   Dim3 thread_idx{0, 0, 0};
   /// Gives thread_idx 16 bytes of its own: a cooperative switch copies them in one move.
@@ -32,9 +37,10 @@ struct ThreadState {
   /// the plain loop stops after the thread that reached the barrier.
   unsigned x_end = 0;
   Mode mode = Mode::none;
-  BlockRun* block = nullptr;
+  /// The executor running a range of blocks on this thread; null outside kernel code.
+  BlockExecutor* executor = nullptr;
   /// The running block's barrier state while it executes cooperatively-capable code (read by the
-  /// assembly fast path of barrier(); see src/backends/cpu/block_run.hpp).
+  /// assembly fast path of barrier(); see src/backends/cpu/fiber_abi.hpp).
   void* barrier_state = nullptr;
   std::byte* dynamic_shared = nullptr;
   std::size_t dynamic_shared_bytes = 0;
@@ -47,7 +53,7 @@ struct ThreadState {
 
 extern constinit thread_local ThreadState tls;
 
-// Entry points into the executor (src/backends/cpu/block_run.cpp).
+// Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber.cpp).
 void barrier();
 /// Publishes `bytes` bytes of this lane's value to its warp and waits for the whole warp.
 /// Returns the warp's 32 slots (each kWarpSlotBytes wide); warp_release() must follow.
@@ -64,7 +70,7 @@ inline constexpr std::size_t kWarpSlotBytes = 16;
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.
 inline void* shared_array(const void* site, std::size_t bytes, std::size_t align) {
   const ThreadState& st = tls;
-  if (st.block != nullptr)
+  if (st.executor != nullptr)
     for (unsigned i = 0; i < st.shared_count; ++i)
       if (st.shared_sites[i] == site) return st.shared_addresses[i];
   return static_shared(site, bytes, align);

@@ -1,3 +1,5 @@
+// src/backends/cpu/fiber.cpp - switching between fibers: the x86-64 assembly of the switch, of
+// barrier()'s fast path and of the park at a thread's end, and the stacks the fibers run on.
 #include "backends/cpu/fiber.hpp"
 
 #include <sys/mman.h>
@@ -105,11 +107,11 @@ devctx_fiber_start:
 # takes the common case itself - the caller runs on the stack of thread me = slot - 1 (not on
 # stack 0 or the last thread's), thread me + 1 was released by the previous barrier, and the
 # caller is not the last to arrive - or asks devctx_barrier_decide (C++, may throw: hence the
-# CFI), which handles everything. BlockRun::BarrierState::released is kNever whenever the common
-# case must not be taken, and outside cooperative blocks the state's `last` is 0, so no other
-# check is needed. Offsets: BlockRun::BarrierState, BlockRun::Fiber and ThreadState, all checked
-# by static_asserts in block_run.cpp. The fast path changes nothing before it has decided (the
-# arrival count it takes back).
+# CFI), which handles everything. BarrierState::released is kNever whenever the common case must
+# not be taken, and outside cooperative blocks the state's `last` is 0, so no other check is
+# needed. Offsets: BarrierState, Fiber and ThreadState, all checked by static_asserts in
+# fiber_abi.hpp. The fast path changes nothing before it has decided (the arrival count it takes
+# back).
   .globl _ZN6devctx6detail3cpu7barrierEv
   .type _ZN6devctx6detail3cpu7barrierEv, @function
 _ZN6devctx6detail3cpu7barrierEv:
@@ -141,8 +143,8 @@ _ZN6devctx6detail3cpu7barrierEv:
   prefetcht0 64(%rcx)
   movq 16(%rdx), %rsp              # fibers[next].sp
 .Lbarrier_resume:
-  # Expanded here rather than jumping to devctx_fiber_jump: the jump cost 0.3 ns per barrier
-  # (6.4 -> 6.7 ns, devctx_bench_cpu_costs).
+  # Expanded here rather than jumping to devctx_fiber_jump: the extra jump shows in the cost of
+  # every barrier (docs/cpu-backend.md, "Where time went while tuning").
   devctx_resume_frame
 .Lbarrier_last:
   incl 16(%rdi)                    # the last to arrive: the C++ side counts it
@@ -156,7 +158,7 @@ _ZN6devctx6detail3cpu7barrierEv:
   .cfi_endproc
   .size _ZN6devctx6detail3cpu7barrierEv, .-_ZN6devctx6detail3cpu7barrierEv
 
-# devctx_fiber_park(block): the frame saved and resumed like barrier()'s, so a parked fiber
+# devctx_fiber_park(executor): the frame saved and resumed like barrier()'s, so a parked fiber
 # resumes right after its park call; devctx_park_decide (C++) chooses whom to resume.
   .globl devctx_fiber_park
   .type devctx_fiber_park, @function

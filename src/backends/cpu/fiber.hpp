@@ -30,18 +30,18 @@ extern "C" void devctx_fiber_launch(FiberSp* save, void* top, void (*entry)(void
 /// path as every other resumption.
 FiberSp fiber_prepare(void* top, void (*entry)(void*), void* arg) noexcept;
 
-/// Makes the suspended fiber at `sp` throw (a BlockAbort, see block_run.cpp) from the call it is
-/// suspended in, instead of returning from it, when it is next resumed. A frame made by
+/// Makes the suspended fiber at `sp` throw (a BlockAbort, see block_executor.hpp) from the call
+/// it is suspended in, instead of returning from it, when it is next resumed. A frame made by
 /// fiber_prepare is left as it is: its entry must check for the abort itself.
 void fiber_arm_abort(FiberSp sp) noexcept;
 
 /// Resumes the fiber whose stack pointer is `load`, saving nothing (the caller has finished).
 extern "C" [[noreturn]] void devctx_fiber_jump(FiberSp load);
 
-/// Parks the calling fiber, whose GPU thread has finished (`block` is its BlockRun): saves its
-/// frame and resumes the one that BlockRun::park chooses. Returns when the fiber is resumed for
-/// its thread in the next block. Only BlockRun's thread loop calls it.
-extern "C" void devctx_fiber_park(const void* block);
+/// Parks the calling fiber, whose GPU thread has finished (`executor` is its BlockExecutor):
+/// saves its frame and resumes the one that BlockExecutor::park chooses. Returns when the fiber
+/// is resumed for its thread in the next block. Only BlockExecutor's thread loop calls it.
+extern "C" void devctx_fiber_park(const void* executor);
 
 /// Stacks owned by one worker, reused by every block it runs, so they stay in cache.
 ///
@@ -62,9 +62,6 @@ class StackPool {
   /// cache line per stack so that the hot frames of different fibers fall into different cache
   /// sets.
   void* top(std::size_t i) { return i < tops_.size() ? tops_[i] : grow(i); }
-  /// Number of stacks set up so far; top_if_mapped(i) is valid for i below it.
-  [[nodiscard]] std::size_t prepared() const noexcept { return tops_.size(); }
-  [[nodiscard]] void* top_if_mapped(std::size_t i) const noexcept { return tops_[i]; }
   /// Stack i occupies [base() + i * 2^shift(), base() + (i + 1) * 2^shift()).
   [[nodiscard]] std::uintptr_t base() const noexcept { return base_; }
   [[nodiscard]] unsigned shift() const noexcept { return shift_; }

@@ -1,5 +1,5 @@
 // src/backends/cuda/fill_kernel.hpp - the pattern-fill kernel's parameters, shared by the host
-// code (cuda_device.cpp, compiled by the C++ compiler) and the kernel (fill_kernel.cu, nvcc).
+// code (cuda_queue.cpp, compiled by the C++ compiler) and the kernel (fill_kernel.cu, nvcc).
 //
 // enqueue_memset needs fills with elements of any width and any byte pattern, into device
 // memory and into page-locked host memory, in stream order. cudaMemsetAsync covers only

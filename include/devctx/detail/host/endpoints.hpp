@@ -1,12 +1,16 @@
-// devctx/detail/endpoints.hpp - turns the things enqueue_copy/enqueue_memset accept into MemRefs.
+// devctx/detail/host/endpoints.hpp - turns the things enqueue_copy/enqueue_memset accept into MemRefs.
 #pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/host/endpoints.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#endif
 
 #include <ranges>
 #include <span>
 #include <type_traits>
 
 #include <devctx/buffer.hpp>
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 namespace devctx::detail {
 

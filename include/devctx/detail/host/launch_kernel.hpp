@@ -1,7 +1,11 @@
-// devctx/detail/launch_kernel.hpp - the per-kernel trampolines and the launch template behind
+// devctx/detail/host/launch_kernel.hpp - the per-kernel trampolines and the launch template behind
 // enqueue_function. One CPU runner and (under nvcc) one __global__ entry is instantiated for
 // each kernel and parameter list.
 #pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/host/launch_kernel.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#endif
 
 #include <cstddef>
 #include <string_view>
@@ -9,8 +13,8 @@
 
 #include <devctx/block.hpp>
 #include <devctx/detail/cpu_state.hpp>
-#include <devctx/detail/kernel_args.hpp>
-#include <devctx/detail/runtime.hpp>
+#include <devctx/detail/host/kernel_args.hpp>
+#include <devctx/detail/host/seam.hpp>
 #include <devctx/kernel.hpp>
 
 namespace devctx::detail {
@@ -121,7 +125,7 @@ struct Launcher {
 #endif
     l.buffers = buffers;
     l.buffer_count = sizeof...(A);
-    enqueue_launch(queue, l);
+    queue_launch(queue, l);
   }
 };
 

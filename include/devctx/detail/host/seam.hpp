@@ -1,13 +1,21 @@
-// devctx/detail/runtime.hpp - the seam between the public templates and the compiled
-// library: opaque implementation types and the non-template functions that the templates
-// call. Users never include this directly.
+// devctx/detail/host/seam.hpp - the one seam between the public templates and the compiled
+// library: the opaque implementation types and every non-template function that a public
+// header calls. All of them are defined in src/core, which validates each request before any
+// backend sees it.
+//
+// Naming: a function that acts on a stream is queue_<verb>(QueueImpl&, ...), one that reads a
+// buffer's record is allocation_<what>(const Allocation&), and one that reports misuse found in
+// a header is [[noreturn]] throw_<what>(...).
 #pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/host/seam.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#endif
 
 #include <cstddef>
 #include <memory>
 #include <string_view>
 
-#include <devctx/device_info.hpp>
 #include <devctx/launch.hpp>
 
 namespace devctx::detail {
@@ -24,7 +32,7 @@ enum class MemKind : unsigned char {
 };
 
 /// One buffer's memory. Heap-allocated and owned by its DeviceBuffer/HostBuffer, so that slices
-/// (which point at it) stay valid when the owner is moved. Defined in src/core/allocation.cpp.
+/// (which point at it) stay valid when the owner is moved. Defined in src/core/allocation.hpp.
 class Allocation;
 
 /// Releases an Allocation in stream order (after all work enqueued on every queue that used it).
@@ -32,9 +40,6 @@ struct AllocationReleaser {
   void operator()(Allocation* allocation) const noexcept;
 };
 using AllocationPtr = std::unique_ptr<Allocation, AllocationReleaser>;
-
-[[nodiscard]] AllocationPtr allocate(QueueImpl& queue, std::size_t bytes, MemKind kind);
-[[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;
 
 /// One side of a copy or fill, type-erased.
 struct MemRef {
@@ -44,9 +49,6 @@ struct MemRef {
   Allocation* allocation = nullptr;       ///< null for pageable host memory
   const char* what = "";                  ///< "DeviceBuffer", "HostBuffer slice", "std::span", ...
 };
-
-void enqueue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::size_t element_bytes);
-void enqueue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes);
 
 /// Everything a backend needs to launch one kernel. Built by detail::launch_kernel.
 struct KernelLaunch {
@@ -67,10 +69,31 @@ struct KernelLaunch {
   std::size_t buffer_count = 0;
 };
 
-void enqueue_launch(QueueImpl& queue, const KernelLaunch& launch);
+// ---- acting on a stream ---------------------------------------------------------------------------
+
+/// `count` elements of `element_bytes` each, allocated in stream order (enqueue_create_buffer for
+/// MemKind::device, enqueue_create_host_buffer for MemKind::host_pinned). The byte count is
+/// computed and bounded here, never in a header: a count whose bytes overflow or exceed what any
+/// device can address throws Error(out_of_memory) and nothing is enqueued.
+[[nodiscard]] AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, std::size_t element_bytes);
+void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::size_t element_bytes);
+void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes);
+void queue_launch(QueueImpl& queue, const KernelLaunch& launch);
+void queue_synchronize(QueueImpl& queue);
+[[nodiscard]] std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue);
+/// `event` may be null (a default-constructed Event): throws Error(invalid_handle) then.
+void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
+
+// ---- reading a buffer's record ----------------------------------------------------------------------
+
+[[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;
+
+// ---- misuse found in a header -------------------------------------------------------------------------
 
 [[noreturn]] void throw_invalid_handle(const char* what);
 [[noreturn]] void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count,
                                            std::size_t size);
+/// Error(kernel_failed) for an out-of-range span index (DEVCTX_CHECK_BOUNDS).
+[[noreturn]] void throw_span_out_of_range(std::size_t index, std::size_t size);
 
 }  // namespace devctx::detail

@@ -1,7 +1,11 @@
-// devctx/detail/device_cuda.hpp - kernel-side functions in nvcc's device pass (__CUDA_ARCH__).
+// devctx/detail/device/cuda.hpp - kernel-side functions in nvcc's device pass (__CUDA_ARCH__).
 // CUDA's own built-ins (threadIdx, __syncthreads, atomicAdd, __shfl_*_sync) are always
 // visible there, so this header includes nothing from CUDA.
 #pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/device/cuda.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#endif
 
 #include <devctx/span.hpp>
 #include <devctx/launch.hpp>

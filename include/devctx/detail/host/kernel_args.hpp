@@ -1,7 +1,11 @@
-// devctx/detail/kernel_args.hpp - the one place where launch arguments become kernel
+// devctx/detail/host/kernel_args.hpp - the one place where launch arguments become kernel
 // parameters: buffers become spans, scalars pass by value, host memory is rejected at compile
 // time, and argument count and types are checked against the kernel's parameters.
 #pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/host/kernel_args.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#endif
 
 #include <array>
 #include <cstddef>

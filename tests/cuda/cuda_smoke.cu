@@ -1,11 +1,15 @@
-// devctx_cuda_smoke: a quick end-to-end check of the CUDA backend on a real GPU (the full
-// behavioural suite lives in tests/). Each check prints PASS/FAIL; the exit status is the
-// number of failures. `devctx_cuda_smoke fault=oob|trap` ends with a kernel that faults, to
-// show how the fault and the lost context are reported (the process cannot use the GPU after).
+// devctx_cuda_smoke: an end-to-end check of the CUDA backend on a real GPU, beside the
+// behavioural suite (tests/*_test.cpp), run by ctest with the label `gpu`. Each check prints
+// PASS/FAIL; the exit status is 0 when all pass, 1 otherwise, 77 (skipped) without a CUDA
+// device unless DEVCTX_REQUIRE_GPU=1. `devctx_cuda_smoke oob|trap` instead launches a kernel
+// that faults and checks how the fault and the lost context are reported: the process cannot
+// use the GPU afterwards, so each fault runs in a process of its own (its own ctest entry).
 #include <devctx/devctx.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -112,13 +116,15 @@ void section(const char* name, const std::function<void()>& body) {
   }
 }
 
+/// Checks that f() throws devctx::Error with `code`, and a message that names `names`.
 template <class F>
-void expect_error(const char* name, devctx::Errc code, F&& f) {
+void expect_error(const char* name, devctx::Errc code, F&& f, const char* names = "") {
   try {
     f();
     check(false, std::string(name) + ": no error was thrown");
   } catch (const devctx::Error& e) {
-    check(e.code() == code, std::string(name) + " -> " + devctx::to_string(e.code()) + ": " + e.what());
+    check(e.code() == code && std::string(e.what()).find(names) != std::string::npos,
+          std::string(name) + " -> " + devctx::to_string(e.code()) + ": " + e.what());
   }
 }
 
@@ -143,24 +149,8 @@ void memset_case(devctx::DeviceContext& ctx, const char* name, T value, std::siz
                 ", offset " + std::to_string(offset) + "), device and host buffer");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::string fault = argc > 1 ? argv[1] : "";
-  const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
-  std::printf("cuda devices: %d\n", gpus);
-  if (gpus == 0) {
-    std::printf("no CUDA device: nothing to check\n");
-    return 0;
-  }
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
-  const auto& info = ctx.info();
-  std::printf("%s: %u SMs, %u threads/block, shared/block %zu, warp %u, memory %zu, cc %d.%d\n", ctx.name().c_str(),
-              info.multiprocessors, info.max_threads_per_block, info.max_shared_bytes_per_block, info.warp_size,
-              info.total_memory_bytes, info.compute_capability_major, info.compute_capability_minor);
-  check(ctx.api() == devctx::Api::cuda && info.warp_size == 32 && info.max_shared_bytes_per_block > 48 * 1024,
-        "device info");
-
+// Every check of the backend on one context, each section on its own.
+void checks(devctx::DeviceContext& ctx) {
   section("round trip", [&] {
     const std::size_t n = (1u << 20) + 3;
     auto h_a = ctx.enqueue_create_host_buffer<float>(n);
@@ -349,18 +339,54 @@ int main(int argc, char** argv) {
     ctx.synchronize();
     check(true, "the context is still usable after the rejected requests");
   });
+}
 
-  if (fault == "oob" || fault == "trap") {
-    auto d = ctx.enqueue_create_buffer<float>(1024);
-    if (fault == "oob") ctx.enqueue_function<out_of_bounds>({.grid_dim = 4, .block_dim = 256}, d);
-    else ctx.enqueue_function<trap_kernel>({.grid_dim = 4, .block_dim = 256}, d);
-    expect_error("device fault at synchronize", devctx::Errc::kernel_failed, [&] { ctx.synchronize(); });
-    expect_error("the next call", devctx::Errc::context_lost, [&] { auto b = ctx.enqueue_create_buffer<float>(16); });
-    expect_error("a new context", devctx::Errc::context_lost, [&] {
-      devctx::DeviceContext again{devctx::Api::cuda, 0};
-      again.synchronize();
-    });
+// The device fault `fault` ("oob" or "trap") on a fresh context: reported once as kernel_failed
+// naming the kernel, then as context_lost by every later call, on any context of the device.
+void fault_run(devctx::DeviceContext& ctx, const std::string& fault) {
+  auto d = ctx.enqueue_create_buffer<float>(1024);
+  const char* kernel = fault == "oob" ? "out_of_bounds" : "trap_kernel";
+  if (fault == "oob") ctx.enqueue_function<out_of_bounds>({.grid_dim = 4, .block_dim = 256}, d);
+  else ctx.enqueue_function<trap_kernel>({.grid_dim = 4, .block_dim = 256}, d);
+  expect_error("device fault at synchronize", devctx::Errc::kernel_failed, [&] { ctx.synchronize(); }, kernel);
+  expect_error("the next call", devctx::Errc::context_lost, [&] { auto b = ctx.enqueue_create_buffer<float>(16); });
+  expect_error("a new context", devctx::Errc::context_lost, [&] {
+    devctx::DeviceContext again{devctx::Api::cuda, 0};
+    again.synchronize();
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string fault = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && fault != "oob" && fault != "trap")) {
+    std::fprintf(stderr, "usage: %s [oob|trap]\n", argv[0]);
+    return 2;
+  }
+  const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
+  std::printf("cuda devices: %d\n", gpus);
+  if (gpus == 0) {
+    const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
+    if (require != nullptr && std::string(require) == "1") {
+      std::printf("FAIL  DEVCTX_REQUIRE_GPU=1 but there is no CUDA device\n");
+      return 1;
+    }
+    std::printf("no CUDA device: skipped\n");
+    return 77;
+  }
+  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  const auto& info = ctx.info();
+  std::printf("%s: %u SMs, %u threads/block, shared/block %zu, warp %u, memory %zu, cc %d.%d\n", ctx.name().c_str(),
+              info.multiprocessors, info.max_threads_per_block, info.max_shared_bytes_per_block, info.warp_size,
+              info.total_memory_bytes, info.compute_capability_major, info.compute_capability_minor);
+  if (!fault.empty()) {
+    section("device fault", [&] { fault_run(ctx, fault); });
+  } else {
+    check(ctx.api() == devctx::Api::cuda && info.warp_size == 32 && info.max_shared_bytes_per_block > 48 * 1024,
+          "device info");
+    checks(ctx);
   }
   std::printf("%d failure(s)\n", failures);
-  return failures;
+  return failures == 0 ? 0 : 1;
 }

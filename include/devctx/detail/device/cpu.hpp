@@ -1,6 +1,10 @@
-// devctx/detail/device_cpu.hpp - kernel-side functions as the CPU backend runs them.
+// devctx/detail/device/cpu.hpp - kernel-side functions as the CPU backend runs them.
 // Included by kernel.hpp for every pass except nvcc's device pass.
 #pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/device/cpu.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#endif
 
 #include <atomic>
 #include <cstring>

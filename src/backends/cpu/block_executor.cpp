@@ -1,0 +1,211 @@
+// src/backends/cpu/block_executor.cpp - runs a range of blocks: per-launch and per-block state,
+// the plain and block-level paths, failures, and the kernel-side entry points that reach the
+// calling thread's executor. The cooperative path is in cooperative.cpp.
+#include "backends/cpu/block_executor.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <exception>
+#include <typeinfo>
+#include <utility>
+
+#include "core/errors.hpp"
+
+namespace devctx::detail::cpu {
+
+namespace {
+/// What barrier()'s assembly reads outside cooperative blocks: no thread index passes its check.
+constinit BarrierState no_block{};
+}  // namespace
+
+constinit thread_local ThreadState tls{.barrier_state = &no_block};
+
+namespace {
+
+/// The calling thread's executor (see prepare_for_this_thread), and the pointer that finds it
+/// without the checks of a thread_local with a destructor.
+thread_local std::unique_ptr<BlockExecutor> this_thread_executor;
+constinit thread_local BlockExecutor* this_thread_executor_ptr = nullptr;
+
+BlockExecutor& current_executor(const char* function) {
+  if (tls.executor == nullptr) not_in_kernel(function);
+  return *tls.executor;
+}
+
+std::string demangled(const char* name) {
+  int status = 0;
+  char* text = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string result = status == 0 && text != nullptr ? text : name;
+  std::free(text);
+  return result;
+}
+
+}  // namespace
+
+// ---- kernel-side entry points -------------------------------------------------------------------
+
+const std::byte* warp_publish(const void* value, std::size_t bytes) {
+  return current_executor("a devctx warp operation").warp_publish(value, bytes);
+}
+void warp_release() { current_executor("a devctx warp operation").warp_release(); }
+unsigned warp_width() { return current_executor("a devctx warp operation").warp_width(); }
+void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
+  return current_executor("DEVCTX_SHARED").static_shared(site, bytes, align);
+}
+void* per_thread_storage(std::size_t bytes, std::size_t align) {
+  return current_executor("devctx::Block::per_thread").per_thread_storage(bytes, align);
+}
+void not_in_kernel(const char* function) {
+  fail(Errc::invalid_argument, function,
+       " was called outside a running kernel; it may only be used inside DEVCTX_KERNEL functions "
+       "launched with enqueue_function");
+}
+
+// ---- BlockExecutor ------------------------------------------------------------------------------
+
+void BlockExecutor::prepare_for_this_thread(std::size_t stack_bytes, std::size_t shared_limit) {
+  if (this_thread_executor_ptr != nullptr) return;
+  this_thread_executor = std::make_unique<BlockExecutor>(stack_bytes, shared_limit);
+  this_thread_executor_ptr = this_thread_executor.get();
+}
+
+BlockExecutor& BlockExecutor::of_this_thread() noexcept { return *this_thread_executor_ptr; }
+
+BlockExecutor::BlockExecutor(std::size_t stack_bytes, std::size_t shared_limit)
+    : stacks_(stack_bytes, kMaxBlockThreads + 1),
+      shared_(shared_limit),
+      warp_slots_(new (std::align_val_t{64}) std::byte[32 * 32 * kWarpSlotBytes]) {
+  // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
+  fiber_storage_.reset(new Fiber[kMaxBlockThreads + kPrefetchAhead]);
+  bs_.fibers = fiber_storage_.get();
+  bs_.stack_base = stacks_.base();
+  bs_.shift = stacks_.shift();
+}
+
+void BlockExecutor::enter_launch(const BlockTask& task) {
+  task_ = &task;
+  const LaunchConfig& config = task.launch.config;
+  bs_.n = std::uint32_t(config.block_dim.volume());
+  bs_.last = bs_.n - 1;
+  shared_.enter_launch(task.launch_id, config.shared_bytes);
+  tls.block_dim = config.block_dim;
+  tls.grid_dim = config.grid_dim;
+  tls.executor = this;
+  tls.barrier_state = &bs_;
+}
+
+// The coordinates come as three integers so that they travel in registers (a Dim3 in memory,
+// updated one field at a time by the caller, stalls store forwarding on every block).
+[[gnu::always_inline]] inline void BlockExecutor::set_block(unsigned bx, unsigned by, unsigned bz) {
+  block_idx_.x = bx;
+  block_idx_.y = by;
+  block_idx_.z = bz;
+  tls.block_idx.x = bx;
+  tls.block_idx.y = by;
+  tls.block_idx.z = bz;
+  tls.thread_idx = {0, 0, 0};
+  per_thread_.next_block();
+  shared_.next_block();
+}
+
+RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end,
+                                     const std::atomic<bool>& stop, bool want_why) {
+  RangeResult result;
+  enter_launch(task);
+  const KernelLaunch& launch = task.launch;
+  const Dim3 g = launch.config.grid_dim;
+  // The first block's index takes divisions; the rest step through x, then y, then z.
+  unsigned x = unsigned(begin % g.x), y = unsigned((begin / g.x) % g.y), z = unsigned(begin / (std::uint64_t(g.x) * g.y));
+  auto step = [&] {
+    if (++x == g.x) {
+      x = 0;
+      if (++y == g.y) {
+        y = 0;
+        ++z;
+      }
+    }
+  };
+  failed_ = false;
+  aborting_ = false;
+  cooperative_ = false;
+  set_fast(false);
+  why_ = want_why ? &result.why : nullptr;
+  if (launch.block_level) {
+    tls.mode = Mode::block_level;
+    std::uint64_t b = begin;
+    for (; b < end && !failed_ && !stop.load(std::memory_order_relaxed); ++b, step()) {
+      set_block(x, y, z);
+      try {
+        launch.cpu_run_block(launch.args);
+      } catch (...) {
+        record_current_exception();
+      }
+    }
+    result.block_level += b - begin;
+  } else {
+    // After a block that synchronised, its fibers are parked at their threads' ends and the next
+    // block starts in them (run_parked). After a block that did not, the next starts as a loop.
+    bool parked = false;
+    for (std::uint64_t b = begin; b < end && !failed_ && !stop.load(std::memory_order_relaxed); ++b, step()) {
+      set_block(x, y, z);
+      warp_synced_ = false;
+      bool synced = true;
+      if (parked) {
+        const std::uint64_t gen = bs_.gen;
+        run_parked();
+        synced = bs_.gen != gen + 2 || warp_synced_;  // run_parked adds 2; each completed barrier 1 more
+      } else {
+        tls.x_end = launch.config.block_dim.x;
+        tls.mode = Mode::plain;
+        cooperative_ = false;
+        set_fast(false);
+        devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
+      }
+      (cooperative_ ? result.cooperative : result.plain) += 1;
+      if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
+      parked = cooperative_ && synced && !failed_;
+    }
+  }
+  tls.mode = Mode::none;
+  tls.executor = nullptr;
+  tls.barrier_state = &no_block;
+  if (failed_) result.failure = std::move(failure_);
+  return result;
+}
+
+void BlockExecutor::plain_entry(void* self) {
+  auto* e = static_cast<BlockExecutor*>(self);
+  try {
+    e->task_->launch.cpu_run_block(e->task_->launch.args);
+  } catch (const BlockAbort&) {
+  } catch (...) {
+    e->record_current_exception();
+  }
+  if (!e->cooperative_) devctx_fiber_jump(e->scheduler_sp_);  // the whole block ran as a loop
+  e->exit_current();
+}
+
+void BlockExecutor::start_aborting() {
+  aborting_ = true;
+  set_fast(false);
+}
+
+void BlockExecutor::record_current_exception() {
+  start_aborting();
+  if (failed_) return;
+  failed_ = true;
+  const std::string where = concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_),
+                                   ", thread ", to_string(tls.thread_idx), ": ");
+  try {
+    throw;
+  } catch (const Error& e) {
+    failure_ = {e.code(), where + e.what()};
+  } catch (const std::exception& e) {
+    failure_ = {Errc::kernel_failed, concat(where, demangled(typeid(e).name()), ": ", e.what())};
+  } catch (...) {
+    failure_ = {Errc::kernel_failed, where + "an exception of unknown type was thrown"};
+  }
+}
+
+}  // namespace devctx::detail::cpu

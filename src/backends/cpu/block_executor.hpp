@@ -1,0 +1,169 @@
+// src/backends/cpu/block_executor.hpp - one worker's block executor: runs ranges of blocks of a
+// kernel on the calling thread. Every thread that runs kernel code (each worker, and each host
+// thread that helps while it waits) has one, reused by every block it runs.
+//
+// Three paths (docs/cpu-backend.md explains them and their costs):
+//  * plain: the block's threads run one after another as a loop (cpu_run_block), on a fiber
+//    stack. A kernel that never reaches barrier() or a warp operation stays on this path, and
+//    the compiler can vectorise the loop.
+//  * cooperative: the first time a thread reaches barrier() or a warp operation, that thread
+//    keeps the plain fiber, the threads after it get fibers of their own, and barriers switch
+//    between fibers round-robin (one switch per thread per barrier). Threads before it have
+//    already finished, which is exactly what CUDA allows for threads that exit early.
+//    A fiber that finishes its thread parks instead of ending; the next block of the range then
+//    starts cooperative right away, each thread in the parked fiber of the same thread index, so
+//    a thread's start and end cost about as much as one more barrier. cooperative.cpp holds
+//    this path's scheduler.
+//  * block_level: a kernel taking devctx::Block runs once per block; its phases are loops.
+//
+// Checks performed here on every path: shared memory limits, barrier divergence (threads
+// waiting at different kinds of barrier with nobody able to proceed), exceptions in kernels.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <devctx/error.hpp>
+#include <devctx/launch.hpp>
+#include <devctx/detail/host/seam.hpp>
+
+#include "backends/cpu/arenas.hpp"
+#include "backends/cpu/fiber.hpp"
+#include "backends/cpu/fiber_abi.hpp"
+
+namespace devctx::detail::cpu {
+
+/// Thrown inside the fibers of a failed block to unwind their stacks.
+struct BlockAbort {};
+
+/// What one launch asks of the block executor: the launch as enqueued, its arguments and name
+/// owned by the operation that runs it (its fields for CUDA and buffer tracking are not read).
+struct BlockTask {
+  KernelLaunch launch;
+  /// Distinct for every launch: blocks of one launch share their shared-memory layout.
+  std::uint64_t launch_id = 0;
+};
+
+/// A failure inside a block: the error code and the full message.
+struct BlockFailure {
+  Errc code = Errc::kernel_failed;
+  std::string message;
+};
+
+/// What running a range of blocks produced.
+struct RangeResult {
+  // How many blocks took each path.
+  std::uint64_t plain = 0;
+  std::uint64_t cooperative = 0;
+  std::uint64_t block_level = 0;
+  /// The first failure; the range stopped at it.
+  std::optional<BlockFailure> failure;
+  /// Why the first cooperative block went cooperative, when asked for and there was one.
+  std::string why;
+};
+
+/// Most threads in a block (the CPU device's max_threads_per_block).
+inline constexpr std::uint32_t kMaxBlockThreads = 1024;
+
+class BlockExecutor {
+ public:
+  BlockExecutor(std::size_t stack_bytes, std::size_t shared_limit);
+  BlockExecutor(const BlockExecutor&) = delete;
+  BlockExecutor& operator=(const BlockExecutor&) = delete;
+
+  /// Creates the calling thread's executor unless it has one: a worker's when it starts, a
+  /// waiting host thread's before it first claims work to help with. Throws
+  /// Error(out_of_memory) when the stacks cannot be reserved.
+  static void prepare_for_this_thread(std::size_t stack_bytes, std::size_t shared_limit);
+  /// The calling thread's executor; prepare_for_this_thread has made it.
+  [[nodiscard]] static BlockExecutor& of_this_thread() noexcept;
+
+  /// Runs blocks begin..end-1 of `task` (numbered x fastest, then y, then z) to completion, one
+  /// after another. Stops early when `stop` becomes true (another worker's block failed) or a
+  /// block fails. With `want_why`, reports the reason the first block went cooperative. State
+  /// that is the same for every block of the launch is set once per range, so the per-block
+  /// cost of a block-level kernel is little more than the call to it.
+  [[nodiscard]] RangeResult run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end,
+                                      const std::atomic<bool>& stop, bool want_why);
+
+  // Kernel-side entry points (through detail::cpu::barrier() etc.).
+  /// The decision half of devctx::barrier() on the CPU (see barrier_decide in cooperative.cpp).
+  inline void* barrier_decide(void* sp);
+  /// The decision half of devctx_fiber_park (see thread_loop in cooperative.cpp).
+  [[nodiscard]] FiberSp park(void* sp);
+  const std::byte* warp_publish(const void* value, std::size_t bytes);
+  void warp_release();
+  [[nodiscard]] unsigned warp_width() const;
+  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
+    return shared_.array(site, bytes, align);
+  }
+  [[nodiscard]] void* per_thread_storage(std::size_t bytes, std::size_t align) {
+    return per_thread_.allocate(bytes, align);
+  }
+
+ private:
+  // block_executor.cpp: the range, the plain path, failures.
+  void enter_launch(const BlockTask& task);
+  void set_block(unsigned bx, unsigned by, unsigned bz);
+  static void plain_entry(void* self);
+  void record_current_exception();
+  void start_aborting();
+
+  // cooperative.cpp: the cooperative path.
+  static void thread_loop(void* self);
+  void run_parked();
+  void go_cooperative(const char* cause);
+  [[nodiscard]] Dim3 thread_coords(std::uint32_t j) const;
+  void warp_sync();
+  [[nodiscard]] std::uint32_t running_thread() const;
+  [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
+  [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
+  [[nodiscard]] FiberSp next_target(std::uint32_t me);
+  [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
+  void prefetch_ahead(std::uint32_t j) const;
+  [[nodiscard]] FiberSp leave_block(std::uint32_t me);
+  [[noreturn]] void exit_current();
+  [[noreturn]] void report_divergence(std::uint32_t me);
+
+  // Every change of BarrierState::fast or ::gen goes through these, which keep ::released true.
+  void set_fast(bool fast) {
+    bs_.fast = fast;
+    sync_released();
+  }
+  void advance_gen(std::uint64_t by) {
+    bs_.gen += by;
+    sync_released();
+  }
+  void sync_released() { bs_.released = bs_.fast ? (kAtBarrier | (bs_.gen - 1)) : kNever; }
+
+  bool cooperative_ = false;
+  bool aborting_ = false;
+  bool failed_ = false;
+  bool warp_synced_ = false;  // a warp operation completed in the current block
+  /// Fibers from this index on are parked at the end of the previous block (see thread_loop);
+  /// those below it have not run yet in this range.
+  std::uint32_t parked_from_ = 0;
+
+  BarrierState bs_;
+
+  StackPool stacks_;
+  std::unique_ptr<Fiber[]> fiber_storage_;
+  SharedArena shared_;
+  PerThreadArena per_thread_;
+
+  const BlockTask* task_ = nullptr;
+  Dim3 block_idx_;
+  BlockFailure failure_;
+  std::string* why_ = nullptr;  // the reason to fill in, until a block went cooperative
+  FiberSp scheduler_sp_ = nullptr;
+  std::uint32_t warp_live_[32] = {};
+  std::uint32_t warp_arrived_[32] = {};
+  std::uint32_t warp_gen_[32] = {};
+  std::unique_ptr<std::byte[]> warp_slots_;  // 32 warps x 32 lanes x kWarpSlotBytes
+};
+
+}  // namespace devctx::detail::cpu

@@ -1,0 +1,77 @@
+// src/backends/cpu/cpu_device.hpp - the CPU device: a pool of worker threads that runs the parts
+// of the operations its queues hand over.
+//
+// The head operation of a queue is dispatched to the pool once everything before it has
+// finished (and, for a wait, once its event has been reached); workers then claim its parts
+// (ranges of blocks, chunks of a copy) until all are done. Ops of different queues are active
+// at the same time and workers take parts from them in turn, so streams overlap without ever
+// using more threads than the pool has. Idle workers sleep on a condition variable: an idle
+// device uses no CPU.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace devctx::detail::cpu {
+
+struct Op;
+class CpuQueue;
+
+// Hidden, as the operations are (operations.hpp says why).
+
+/// Shared by the device and its workers, so a worker never touches a destroyed device.
+struct [[gnu::visibility("hidden")]] Pool {
+  /// Claims the next part of active[slot], runs it on the calling thread with the lock
+  /// released, and completes its operation if that was the last part. The caller has checked
+  /// that running < capacity and has prepared its thread's BlockExecutor. `helping`: the caller
+  /// is a host thread that leaves the pool after this part, so a worker that waited for its
+  /// slot is woken (a worker itself goes on to claim the next part).
+  void run_part(std::unique_lock<std::mutex>& lock, std::size_t slot, bool helping);
+
+  std::mutex mutex;
+  std::condition_variable work;
+  std::vector<Op*> active;
+  std::size_t round_robin = 0;
+  /// Threads running a part now (workers and helping host threads), at most `capacity`, so that
+  /// the device never runs more threads than it has workers.
+  std::size_t running = 0;
+  std::size_t capacity = 1;
+  std::size_t stack_bytes = 0;  // of each fiber stack of each thread's BlockExecutor
+  bool stopping = false;
+  std::vector<std::thread> threads;
+  std::vector<std::thread::id> ids;
+};
+
+class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
+ public:
+  /// Reads the settings (settings.hpp) and starts the workers. Throws Error(invalid_argument)
+  /// for a malformed setting and Error(out_of_memory) when fiber stacks cannot be reserved.
+  CpuDevice();
+  ~CpuDevice() override;
+
+  const DeviceInfo& info() const noexcept override { return info_; }
+  std::shared_ptr<QueueImpl> create_queue() override;
+
+  [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
+  [[nodiscard]] const std::shared_ptr<Pool>& pool_ptr() const noexcept { return pool_; }
+  [[nodiscard]] std::size_t workers() const noexcept { return info_.multiprocessors; }
+
+  /// Runs one unclaimed part of an operation of `queue` on the calling (host) thread, which is
+  /// waiting for that queue anyway: a synchronize() then does not wait for a worker to wake up.
+  /// Pool lock held by `lock`, released while the part runs. False when there is no such part.
+  bool help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue);
+  /// Makes `op`'s parts claimable; pool lock held.
+  void dispatch(Op* op);
+
+ private:
+  std::shared_ptr<Pool> pool_;
+  DeviceInfo info_;
+};
+
+}  // namespace devctx::detail::cpu

@@ -1,0 +1,139 @@
+// src/backends/cpu/operations.cpp - what each operation of a CPU queue does with its parts and
+// when it completes; a kernel's trace line (DEVCTX_TRACE).
+#include "backends/cpu/operations.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backends/cpu/cpu_queue.hpp"
+#include "backends/cpu/settings.hpp"
+#include "core/errors.hpp"
+
+namespace devctx::detail::cpu {
+namespace {
+
+constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
+
+}  // namespace
+
+// ---- KernelOp -----------------------------------------------------------------------------------
+
+KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label)
+    : name_(launch.name), device_label_(std::move(label)) {
+  const std::size_t align = std::max<std::size_t>(launch.args_align, 16);
+  args_.reset(static_cast<std::byte*>(std::aligned_alloc(align, (launch.args_size + align) / align * align)));
+  if (!args_) throw std::bad_alloc();
+  std::memcpy(args_.get(), launch.args, launch.args_size);
+  // The launch as enqueued, except what lives only as long as the enqueue call: the arguments
+  // and name are this op's copies, and the CUDA and buffer fields (never read here) are dropped.
+  task_.launch = launch;
+  task_.launch.name = name_;
+  task_.launch.args = args_.get();
+  task_.launch.cuda_args = nullptr;
+  task_.launch.buffers = nullptr;
+  task_.launch.buffer_count = 0;
+  static std::atomic<std::uint64_t> launches{0};
+  task_.launch_id = ++launches;
+  blocks_ = launch.config.grid_dim.volume();
+  parts = std::size_t(std::min<std::uint64_t>(blocks_, workers * 16));
+  per_part_ = (blocks_ + parts - 1) / parts;
+  parts = std::size_t((blocks_ + per_part_ - 1) / per_part_);
+  if (trace_enabled()) trace_start_ = Clock::now();
+}
+
+void KernelOp::run_part(std::size_t part) {
+  const std::uint64_t begin = part * per_part_, end = std::min(blocks_, begin + per_part_);
+  RangeResult result = BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
+  if (result.failure) {
+    const std::lock_guard lock(failure_mutex_);
+    if (!failed_.exchange(true)) first_failure_ = std::move(result.failure);
+  }
+  cooperative_blocks_ += result.cooperative;
+  plain_blocks_ += result.plain + result.block_level;
+  if (!result.why.empty()) {
+    const std::lock_guard lock(failure_mutex_);
+    if (why_.empty()) why_ = std::move(result.why);
+    why_known_ = true;
+  }
+}
+
+std::optional<BlockFailure> KernelOp::finish() {
+  if (trace_enabled()) print_trace();
+  if (!failed_) return std::nullopt;
+  return std::move(first_failure_);
+}
+
+void KernelOp::print_trace() const {
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - trace_start_).count();
+  const KernelLaunch& launch = task_.launch;
+  std::string path;
+  if (launch.block_level) path = "block-level: each for_each_thread phase ran as a loop over the block's threads";
+  else if (cooperative_blocks_ == 0) path = "plain loop: no thread reached barrier() or a warp operation";
+  else
+    path = concat("cooperative fibers for ", cooperative_blocks_.load(), " of ", blocks_, " blocks (", why_, ")",
+                  plain_blocks_ > 0 ? concat("; plain loop for the other ", plain_blocks_.load()) : std::string());
+  std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %.3f ms from enqueue\n",
+               device_label_.c_str(), int(name_.size()), name_.data(), to_string(launch.config.grid_dim).c_str(),
+               to_string(launch.config.block_dim).c_str(), launch.config.shared_bytes, path.c_str(), ms);
+}
+
+// ---- copies and fills ---------------------------------------------------------------------------
+
+CopyOp::CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers)
+    : dst_(static_cast<std::byte*>(dst)), src_(static_cast<const std::byte*>(src)), bytes_(bytes) {
+  parts = std::min<std::size_t>((bytes_ + kCopyChunk - 1) / kCopyChunk, workers * 4);
+  chunk_ = (bytes_ + parts - 1) / parts;
+}
+
+void CopyOp::run_part(std::size_t part) {
+  const std::size_t begin = part * chunk_, end = std::min(bytes_, begin + chunk_);
+  if (begin < end) std::memmove(dst_ + begin, src_ + begin, end - begin);
+}
+
+FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers)
+    : dst_(static_cast<std::byte*>(dst)), count_(count), element_bytes_(element_bytes) {
+  pattern_.resize(element_bytes);
+  std::memcpy(pattern_.data(), value, element_bytes);
+  uniform_ = std::all_of(pattern_.begin(), pattern_.end(), [&](std::byte b) { return b == pattern_[0]; });
+  parts = std::min<std::size_t>((count_ * element_bytes + kCopyChunk - 1) / kCopyChunk, workers * 4);
+  chunk_ = (count_ + parts - 1) / parts;
+}
+
+void FillOp::run_part(std::size_t part) {
+  const std::size_t begin = part * chunk_, end = std::min(count_, begin + chunk_);
+  if (begin >= end) return;
+  std::byte* out = dst_ + begin * element_bytes_;
+  const std::size_t n = end - begin;
+  if (uniform_) {
+    std::memset(out, int(pattern_[0]), n * element_bytes_);
+  } else if (element_bytes_ == 4) {
+    std::uint32_t v;
+    std::memcpy(&v, pattern_.data(), 4);
+    std::fill_n(reinterpret_cast<std::uint32_t*>(out), n, v);
+  } else if (element_bytes_ == 8) {
+    std::uint64_t v;
+    std::memcpy(&v, pattern_.data(), 8);
+    std::fill_n(reinterpret_cast<std::uint64_t*>(out), n, v);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * element_bytes_, pattern_.data(), element_bytes_);
+  }
+}
+
+// ---- operations without parts -------------------------------------------------------------------
+
+std::optional<BlockFailure> MarkerOp::finish() {
+  event->when = Clock::now();
+  return std::nullopt;
+}
+
+void MarkerOp::enqueued() { event->seq = seq; }
+
+std::optional<BlockFailure> FreeOp::finish() {
+  std::free(data);
+  return std::nullopt;
+}
+
+}  // namespace devctx::detail::cpu

@@ -1,0 +1,133 @@
+// src/backends/cpu/operations.hpp - the operations a CPU queue holds: kernel launches, copies and
+// fills (which workers run in parts), and event markers, frees and waits (which have no parts).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <devctx/detail/host/seam.hpp>
+
+#include "backends/cpu/block_executor.hpp"
+
+namespace devctx::detail::cpu {
+
+using Clock = std::chrono::steady_clock;
+
+class CpuQueue;
+struct CpuEvent;
+
+// The CPU backend's operation, queue and device types are hidden: they never leave the library,
+// and a hidden function cannot be interposed, so under -fPIC the compiler still inlines them
+// into one another, as it did when they shared one file's anonymous namespace (launch +
+// synchronize of an empty kernel measurably slower otherwise, devctx_bench_cpu_costs).
+
+/// One operation of a queue. The queue assigns `seq` and `queue`; the pool lock guards the
+/// part counters.
+struct [[gnu::visibility("hidden")]] Op {
+  virtual ~Op() = default;
+  /// Runs part `part` of `parts` on the calling thread (a worker or a helping host thread),
+  /// without the pool lock. Operations with no parts are never run.
+  virtual void run_part(std::size_t /*part*/) {}
+  /// Called once, under the pool lock, when the op reaches the head of its queue with
+  /// parts == 0 or after its last part. Returns the failure to report at synchronize, if any.
+  [[nodiscard]] virtual std::optional<BlockFailure> finish() { return std::nullopt; }
+  /// Called under the pool lock once `seq` is assigned.
+  virtual void enqueued() {}
+  /// The event this op holds its queue back for (a WaitOp's), or null. Asked of every op that
+  /// reaches the head of a queue, so a virtual call rather than a dynamic_cast, which compares
+  /// type names for types with external linkage.
+  [[nodiscard]] virtual const CpuEvent* awaited() const noexcept { return nullptr; }
+
+  std::uint64_t seq = 0;
+  CpuQueue* queue = nullptr;
+  std::size_t parts = 0;
+  std::size_t next_part = 0;   // guarded by the pool lock
+  std::size_t done_parts = 0;  // guarded by the pool lock
+};
+
+/// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor.
+struct [[gnu::visibility("hidden")]] KernelOp final : Op {
+  KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label);
+  void run_part(std::size_t part) override;
+  [[nodiscard]] std::optional<BlockFailure> finish() override;
+
+ private:
+  struct FreeDeleter {
+    void operator()(std::byte* p) const noexcept { std::free(p); }
+  };
+  void print_trace() const;
+
+  std::unique_ptr<std::byte, FreeDeleter> args_;  // the launch's arguments, copied at enqueue
+  std::string name_;
+  std::string device_label_;
+  BlockTask task_;
+  std::uint64_t blocks_ = 0;
+  std::uint64_t per_part_ = 1;
+  std::atomic<bool> failed_{false};  // also tells the other parts to stop
+  std::mutex failure_mutex_;
+  std::optional<BlockFailure> first_failure_;
+  std::string why_;
+  std::atomic<bool> why_known_{false};  // `why_` is set: later parts need not build a reason
+  std::atomic<std::uint64_t> cooperative_blocks_{0};
+  std::atomic<std::uint64_t> plain_blocks_{0};
+  Clock::time_point trace_start_;
+};
+
+/// A copy between any two kinds of memory, in chunks of up to 1 MiB.
+struct [[gnu::visibility("hidden")]] CopyOp final : Op {
+  CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers);
+  void run_part(std::size_t part) override;
+
+ private:
+  std::byte* dst_;
+  const std::byte* src_;
+  std::size_t bytes_;
+  std::size_t chunk_ = 0;
+};
+
+/// Fills `count` elements of `element_bytes` each with one pattern, in chunks of up to 1 MiB.
+struct [[gnu::visibility("hidden")]] FillOp final : Op {
+  FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers);
+  void run_part(std::size_t part) override;
+
+ private:
+  std::byte* dst_;
+  std::size_t count_;
+  std::size_t element_bytes_;
+  std::vector<std::byte> pattern_;
+  bool uniform_ = false;
+  std::size_t chunk_ = 0;
+};
+
+/// An event's point in its queue: records the event's sequence number when enqueued and its
+/// time when it reaches the head of the queue.
+struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
+  explicit MarkerOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
+  [[nodiscard]] std::optional<BlockFailure> finish() override;
+  void enqueued() override;
+  std::shared_ptr<CpuEvent> event;
+};
+
+/// Frees an allocation once everything before it in the queue has finished.
+struct [[gnu::visibility("hidden")]] FreeOp final : Op {
+  explicit FreeOp(void* p) : data(p) {}
+  [[nodiscard]] std::optional<BlockFailure> finish() override;
+  void* data;
+};
+
+/// Holds its queue back until `event` has been reached (CpuQueue::pump checks).
+struct [[gnu::visibility("hidden")]] WaitOp final : Op {
+  explicit WaitOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
+  [[nodiscard]] const CpuEvent* awaited() const noexcept override { return event.get(); }
+  std::shared_ptr<CpuEvent> event;
+};
+
+}  // namespace devctx::detail::cpu

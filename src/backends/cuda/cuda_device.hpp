@@ -1,0 +1,87 @@
+// src/backends/cuda/cuda_device.hpp - one CUDA device (CudaDevice): its memory pools, its cache
+// of kernel attributes, and the page-locked host memory of the fallback path. Private to
+// src/backends/cuda/.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/cuda_error.hpp"
+#include "core/backend.hpp"
+
+namespace devctx::detail::cuda {
+
+/// What devctx knows about one kernel on one device (cudaFuncGetAttributes), cached.
+struct KernelInfo {
+  unsigned max_threads = 0;         ///< for its register use
+  unsigned registers = 0;
+  std::size_t static_shared = 0;
+  std::size_t dynamic_limit = 0;    ///< cudaFuncAttributeMaxDynamicSharedMemorySize, as set now
+};
+
+class CudaDevice final : public DeviceImpl {
+ public:
+  explicit CudaDevice(int id);
+  ~CudaDevice() override;
+
+  const DeviceInfo& info() const noexcept override { return info_; }
+  std::shared_ptr<QueueImpl> create_queue() override;
+  void check_kernel_limits(const KernelLaunch& launch) override;
+
+  [[nodiscard]] int id() const noexcept { return info_.id; }
+  [[nodiscard]] cudaMemPool_t host_pool() const noexcept { return host_pool_; }
+  [[nodiscard]] ContextHealth& health() const noexcept { return health_; }
+
+  /// Makes this device current on the calling thread (only when it is not already).
+  void make_current() const {
+    if (only_device_) return;  // with one device, the runtime's current device is always it
+    int current = -1;
+    if (succeeded(cudaGetDevice(&current)) && current == info_.id) return;
+    check(DEVCTX_CUDA(cudaSetDevice(info_.id)), *this, "selecting the device");
+  }
+
+  /// Throws Error(context_lost) when an earlier fault poisoned this device's context.
+  void check_alive(std::string_view operation) const {
+    if (health_.lost.load(std::memory_order_acquire)) [[unlikely]] throw_lost(*this, operation);
+  }
+  [[nodiscard]] bool lost() const noexcept { return health_.lost.load(std::memory_order_acquire); }
+
+  // Page-locked host memory outside the pool (the fallback path, cudaHostAlloc): freed only
+  // once its last use has completed, because cudaFreeHost waits for the whole device.
+  void note_fallback_host(void* data);
+  /// Whether `data` is fallback host memory; if it is, it is forgotten (it is being freed).
+  [[nodiscard]] bool take_fallback_host(void* data);
+  /// Frees `data` once `event` completes.
+  void defer_host_free(void* data, cudaEvent_t event) noexcept;
+  /// Frees the deferred memory whose event has completed (all of it, waiting, when `wait`).
+  void reap_host_frees(bool wait) noexcept;
+
+  /// The device's free and total memory and what devctx's pool holds, for out-of-memory messages.
+  [[nodiscard]] std::string memory_text() const;
+
+ private:
+  KernelInfo kernel_info(const KernelLaunch& launch);
+
+  DeviceInfo info_;
+  bool only_device_ = false;
+  ContextHealth& health_;
+  cudaMemPool_t host_pool_ = nullptr;
+
+  std::mutex kernels_mutex_;
+  std::unordered_map<const void*, KernelInfo> kernels_;
+
+  std::mutex host_mutex_;
+  std::unordered_set<void*> fallback_host_;
+  std::vector<std::pair<void*, cudaEvent_t>> pending_host_frees_;
+};
+
+}  // namespace devctx::detail::cuda

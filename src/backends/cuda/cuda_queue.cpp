@@ -1,0 +1,303 @@
+// The CUDA queues and events: one non-blocking stream per queue (DeviceContext and each Stream)
+// running allocations, frees, copies, fills and launches in order, and the CUDA events that
+// order queues after one another. A failure that surfaces when waiting for a queue's work names
+// the kernels enqueued on it since its last successful synchronize.
+#include "backends/cuda/cuda_queue.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <unistd.h>
+
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_error.hpp"
+#include "backends/cuda/fill_kernel.hpp"
+#include "core/backend.hpp"
+#include "core/errors.hpp"
+
+namespace devctx::detail::cuda {
+namespace {
+
+class CudaQueue final : public QueueImpl {
+ public:
+  explicit CudaQueue(std::shared_ptr<CudaDevice> device);
+  ~CudaQueue() override;
+
+  void* allocate(std::size_t bytes, MemKind kind) override;
+  void free(void* data, std::size_t bytes, MemKind kind) noexcept override;
+  void copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) override;
+  void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) override;
+  void launch(const KernelLaunch& launch) override;
+  void synchronize() override;
+  std::shared_ptr<EventImpl> record_event() override;
+  void wait_for(const std::shared_ptr<EventImpl>& event) override;
+
+  [[nodiscard]] CudaDevice& cuda() const noexcept { return *device_; }
+
+  /// The kernels that a failure which surfaced when waiting for this queue's work may come
+  /// from: those enqueued since the last successful synchronize ("" when there were none).
+  [[nodiscard]] std::string recent_kernels();
+
+ private:
+  /// Called after a successful wait for everything enqueued so far.
+  void forget_kernels() noexcept;
+  void fill_doubling(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes);
+
+  std::shared_ptr<CudaDevice> device_;
+  cudaStream_t stream_ = nullptr;
+
+  // The names of the last kernels enqueued since the last successful synchronize, so that a
+  // fault reported later can name its likely culprit.
+  static constexpr std::size_t kRecentKernels = 4;
+  std::mutex names_mutex_;
+  std::array<std::string_view, kRecentKernels> recent_{};
+  std::size_t launched_ = 0;  ///< since the last successful synchronize
+};
+
+/// The reporter check() uses for calls that wait for `queue`'s work: raises for a failure that
+/// surfaced then, naming the kernels enqueued since the queue's last successful synchronize.
+[[noreturn]] void raise(CudaQueue& queue, const CudaCall& call, std::string_view operation) {
+  std::string kernels = queue.recent_kernels();
+  if (is_sticky(call.status) && kernels.empty())
+    kernels = "a kernel enqueued on another stream of this device";
+  raise(queue.cuda(), call, operation, kernels);
+}
+
+class CudaEvent final : public EventImpl {
+ public:
+  CudaEvent(std::shared_ptr<CudaQueue> queue, cudaEvent_t event) noexcept : queue_(std::move(queue)), event_(event) {}
+  ~CudaEvent() override { ignore(cudaEventDestroy(event_)); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  DeviceImpl& device() const override { return queue_->device(); }
+  [[nodiscard]] cudaEvent_t handle() const noexcept { return event_; }
+
+  void synchronize() override {
+    queue_->cuda().check_alive("Event::synchronize");
+    check(DEVCTX_CUDA(cudaEventSynchronize(event_)), *queue_, "Event::synchronize");
+  }
+  bool query() override {
+    queue_->cuda().check_alive("Event::query");
+    const CudaCall call = DEVCTX_CUDA(cudaEventQuery(event_));
+    if (call.status == cudaErrorNotReady) return false;
+    check(call, *queue_, "Event::query");
+    return true;
+  }
+  double elapsed_ms_since(EventImpl& start) override {
+    auto& first = static_cast<CudaEvent&>(start);
+    first.synchronize();
+    synchronize();
+    float ms = 0.0f;
+    check(DEVCTX_CUDA(cudaEventElapsedTime(&ms, first.event_, event_)), queue_->cuda(), "elapsed_ms");
+    return double(ms);
+  }
+
+ private:
+  std::shared_ptr<CudaQueue> queue_;
+  cudaEvent_t event_;
+};
+
+CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device) : QueueImpl(*device), device_(std::move(device)) {
+  device_->check_alive("create_stream");
+  device_->make_current();
+  check(DEVCTX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)), *device_, "create_stream");
+}
+
+CudaQueue::~CudaQueue() {
+  // Returns at once; work still enqueued completes and then the stream's resources go.
+  // At process exit the runtime may already be unloading: nothing to report then.
+  ignore(cudaStreamDestroy(stream_));
+}
+
+void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
+  const char* operation = kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer";
+  device_->check_alive(operation);
+  if (bytes == 0) return nullptr;
+  device_->make_current();
+  void* data = nullptr;
+  CudaCall call;
+  if (kind == MemKind::device) {
+    call = DEVCTX_CUDA(cudaMallocAsync(&data, bytes, stream_));
+  } else if (device_->host_pool() != nullptr) {
+    call = DEVCTX_CUDA(cudaMallocFromPoolAsync(&data, bytes, device_->host_pool(), stream_));
+  } else {
+    device_->reap_host_frees(false);
+    call = DEVCTX_CUDA(cudaHostAlloc(&data, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+    if (call.ok()) {
+      try {
+        device_->note_fallback_host(data);
+      } catch (...) {
+        ignore(cudaFreeHost(data));
+        throw;
+      }
+    }
+  }
+  if (call.status == cudaErrorMemoryAllocation) {
+    ignore(call.status);  // reported here, with what the device or the machine has
+    if (kind == MemKind::device)
+      fail(Errc::out_of_memory, operation, " on ", device_->label(), ": cannot allocate ", bytes_text(bytes), " of device memory; ",
+           device_->memory_text());
+    fail(Errc::out_of_memory, operation, " on ", device_->label(), ": cannot allocate ", bytes_text(bytes),
+         " of page-locked host memory; the machine has ",
+         bytes_text(std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE))),
+         " of memory (page-locked memory may also be limited by `ulimit -l`)");
+  }
+  check(call, *device_, [&] { return concat(operation, " (", bytes_text(bytes), ')'); });
+  return data;
+}
+
+void CudaQueue::free(void* data, std::size_t, MemKind kind) noexcept {
+  if (data == nullptr || device_->lost()) return;  // nothing to free, or no context to free it in
+  if (kind == MemKind::host_pinned && device_->take_fallback_host(data)) {
+    cudaEvent_t event = nullptr;
+    if (!succeeded(cudaEventCreateWithFlags(&event, cudaEventDisableTiming)))
+      return;  // cannot order the free after the buffer's use: leak it
+    if (!succeeded(cudaEventRecord(event, stream_))) {
+      ignore(cudaEventDestroy(event));
+      return;  // the buffer may still be in use: leak it rather than free it early
+    }
+    device_->defer_host_free(data, event);
+    return;
+  }
+  // Pool memory (device or host): released in this stream's order; core has already made this
+  // stream wait for the other streams that used the buffer.
+  int current = -1;
+  if (!succeeded(cudaGetDevice(&current)) || current != device_->id()) ignore(cudaSetDevice(device_->id()));
+  ignore(cudaFreeAsync(data, stream_));
+}
+
+void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
+  device_->check_alive("enqueue_copy");
+  device_->make_current();
+  check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_,
+        [&] { return concat("enqueue_copy (", bytes_text(bytes), ')'); });
+  if (dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable) {
+    // Ordinary host memory may be reused as soon as enqueue_copy returns: wait for the copy.
+    check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "enqueue_copy");
+  }
+}
+
+void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) {
+  device_->check_alive("enqueue_memset");
+  device_->make_current();
+  const std::size_t bytes = count * element_bytes;
+  const auto* pattern = static_cast<const unsigned char*>(value);
+  const bool uniform = std::all_of(pattern, pattern + element_bytes, [&](unsigned char b) { return b == pattern[0]; });
+  const auto operation = [&] { return concat("enqueue_memset (", count, " elements of ", element_bytes, " bytes)"); };
+  if (uniform && kind == MemKind::device) {
+    check(DEVCTX_CUDA(cudaMemsetAsync(dst, pattern[0], bytes, stream_)), *device_, operation);
+    return;
+  }
+  if (element_bytes > kFillMaxPattern) return fill_doubling(dst, kind, count, value, element_bytes);
+
+  // The kernel: device memory, or page-locked host memory that the device writes through its
+  // mapping (same address under unified addressing).
+  FillParams p;
+  p.dst = static_cast<unsigned char*>(dst);
+  p.bytes = bytes;
+  p.width = unsigned(element_bytes);
+  std::memcpy(p.pattern, pattern, element_bytes);
+  const std::size_t period = std::lcm(element_bytes, std::size_t{16});
+  std::uint64_t units = bytes;
+  if (period <= kFillMaxPattern) {
+    const auto address = reinterpret_cast<std::uintptr_t>(dst);
+    p.head = unsigned(std::min<std::size_t>((16 - address % 16) % 16, bytes));
+    p.period_vectors = unsigned(period / 16);
+    for (std::size_t i = 0; i < period; ++i) p.vectors[i] = pattern[(p.head + i) % element_bytes];
+    units = (bytes - p.head) / 16 + 32;
+  }
+  const unsigned threads = 256;
+  const std::uint64_t wanted = (units + threads - 1) / threads;
+  const unsigned blocks = unsigned(std::clamp<std::uint64_t>(wanted, 1, std::uint64_t(device_->info().multiprocessors) * 16));
+  void* args[] = {&p};
+  check(DEVCTX_CUDA(cudaLaunchKernel(fill_kernel(), dim3(blocks), dim3(threads), args, 0, stream_)), *device_, operation);
+}
+
+void CudaQueue::fill_doubling(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) {
+  // Elements wider than the kernel's pattern: write one, then copy what is written onto the
+  // rest, doubling each time (log2(count) copies). The first copy reads the caller's value
+  // (ordinary host memory), so this waits like a copy from a std::span.
+  auto* out = static_cast<unsigned char*>(dst);
+  copy(out, kind, value, MemKind::host_pageable, element_bytes);
+  const std::size_t bytes = count * element_bytes;
+  for (std::size_t done = element_bytes; done < bytes; done *= 2)
+    check(DEVCTX_CUDA(cudaMemcpyAsync(out + done, out, std::min(done, bytes - done), cudaMemcpyDefault, stream_)),
+          *device_, "enqueue_memset");
+}
+
+void CudaQueue::launch(const KernelLaunch& launch) {
+  device_->make_current();
+  const Dim3 g = launch.config.grid_dim, b = launch.config.block_dim;
+  const CudaCall call = DEVCTX_CUDA(cudaLaunchKernel(launch.cuda_function, dim3(g.x, g.y, g.z), dim3(b.x, b.y, b.z),
+                                                     const_cast<void**>(launch.cuda_args), launch.config.shared_bytes,
+                                                     stream_));
+  if (!call.ok()) [[unlikely]] {
+    // A sticky error here is the fault of earlier work, not of this launch.
+    if (is_sticky(call.status)) raise(*this, call, concat("enqueue_function<", launch.name, '>'));
+    raise(*device_, call, concat("enqueue_function<", launch.name, "> with grid_dim ", to_string(g), ", block_dim ",
+                                 to_string(b), ", shared_bytes ", launch.config.shared_bytes));
+  }
+  const std::lock_guard lock(names_mutex_);
+  recent_[launched_ % kRecentKernels] = launch.name;
+  ++launched_;
+}
+
+std::string CudaQueue::recent_kernels() {
+  const std::lock_guard lock(names_mutex_);
+  if (launched_ == 0) return {};
+  if (launched_ == 1) return concat("kernel '", recent_[0], "'");
+  const std::size_t shown = std::min(launched_, kRecentKernels);
+  std::string kernels = concat("one of the ", launched_, " kernels enqueued on this stream since its last synchronize (the last ",
+                               shown, ": ");
+  for (std::size_t i = launched_ - shown; i < launched_; ++i)
+    kernels += concat(i == launched_ - shown ? "" : ", ", '\'', recent_[i % kRecentKernels], '\'');
+  kernels += ", most recent last)";
+  return kernels;
+}
+
+void CudaQueue::forget_kernels() noexcept {
+  const std::lock_guard lock(names_mutex_);
+  launched_ = 0;
+}
+
+void CudaQueue::synchronize() {
+  device_->check_alive("synchronize");
+  check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "synchronize");
+  forget_kernels();
+}
+
+std::shared_ptr<EventImpl> CudaQueue::record_event() {
+  device_->check_alive("record_event");
+  device_->make_current();
+  cudaEvent_t event = nullptr;
+  check(DEVCTX_CUDA(cudaEventCreate(&event)), *device_, "record_event");
+  auto impl = std::make_shared<CudaEvent>(std::static_pointer_cast<CudaQueue>(shared_from_this()), event);
+  check(DEVCTX_CUDA(cudaEventRecord(event, stream_)), *device_, "record_event");
+  return impl;
+}
+
+void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
+  device_->check_alive("enqueue_wait_for");
+  check(DEVCTX_CUDA(cudaStreamWaitEvent(stream_, static_cast<CudaEvent&>(*event).handle(), 0)), *device_,
+        "enqueue_wait_for");
+}
+
+}  // namespace
+
+std::shared_ptr<QueueImpl> make_queue(std::shared_ptr<CudaDevice> device) {
+  return std::make_shared<CudaQueue>(std::move(device));
+}
+
+}  // namespace devctx::detail::cuda

@@ -1,0 +1,127 @@
+// src/core/enqueue.cpp - the checked entry points behind the enqueue verbs (copy, memset,
+// launch, synchronize, events): every request is validated here - sizes, devices, launch
+// limits, size arithmetic - and only well-formed work reaches a backend. Each refusal throws
+// before anything is enqueued.
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include <devctx/detail/host/checked_size.hpp>
+#include <devctx/device_info.hpp>
+
+#include "core/allocation.hpp"
+#include "core/backend.hpp"
+#include "core/errors.hpp"
+
+namespace devctx::detail {
+namespace {
+
+void check_same_device(const QueueImpl& queue, const Allocation* allocation, const char* what, const char* operation) {
+  if (allocation != nullptr && &allocation->device() != &queue.device())
+    fail(Errc::wrong_device, operation, " on ", queue.device().label(), ": the ", what, " belongs to ",
+         allocation->device().label(), "; copy it through host memory to use it on this device");
+}
+
+void note_use_if_local(QueueImpl& queue, Allocation* allocation) {
+  if (allocation != nullptr && &allocation->device() == &queue.device()) allocation->note_use(queue);
+}
+
+// A HostBuffer of another device is ordinary host memory to this one.
+MemKind effective_kind(const QueueImpl& queue, const MemRef& ref) {
+  if (ref.kind == MemKind::host_pinned && ref.allocation != nullptr && &ref.allocation->device() != &queue.device())
+    return MemKind::host_pageable;
+  return ref.kind;
+}
+
+/// count * element_bytes of a copy or fill endpoint. Only a std::span can claim more elements
+/// than memory holds (buffers were checked when allocated), but no byte count is trusted unchecked.
+std::size_t endpoint_bytes(const QueueImpl& queue, const char* operation, const MemRef& ref, std::size_t element_bytes) {
+  const auto bytes = checked_mul(ref.count, element_bytes);
+  if (!bytes)
+    fail(Errc::size_mismatch, operation, " on ", queue.device().label(), ": the ", ref.what, " has ", ref.count,
+         " elements of ", element_bytes, " bytes, more bytes than a 64-bit size can count: no memory holds it");
+  return *bytes;
+}
+
+/// x * y * z, or nullopt when it does not fit.
+std::optional<std::size_t> volume(const Dim3& d) {
+  const auto xy = checked_mul(d.x, d.y);
+  return xy ? checked_mul(*xy, d.z) : std::nullopt;
+}
+
+}  // namespace
+
+void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::size_t element_bytes) {
+  check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "destination DeviceBuffer", "enqueue_copy");
+  check_same_device(queue, src.kind == MemKind::device ? src.allocation : nullptr, "source DeviceBuffer", "enqueue_copy");
+  if (dst.count != src.count)
+    fail(Errc::size_mismatch, "enqueue_copy on ", queue.device().label(), ": the destination ", dst.what, " has ",
+         dst.count, " elements of ", element_bytes, " bytes but the source ", src.what, " has ", src.count,
+         " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
+  const std::size_t bytes = endpoint_bytes(queue, "enqueue_copy", dst, element_bytes);
+  // A buffer of another device is host memory here (checked above), copied synchronously like
+  // pageable memory, so only buffers of this device need their frees ordered after this copy.
+  note_use_if_local(queue, dst.allocation);
+  note_use_if_local(queue, src.allocation);
+  if (bytes == 0) return;
+  queue.copy(dst.data, effective_kind(queue, dst), src.data, effective_kind(queue, src), bytes);
+}
+
+void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes) {
+  if (dst.kind == MemKind::host_pageable)
+    fail(Errc::invalid_argument, "enqueue_memset on ", queue.device().label(),
+         ": ordinary host memory cannot be filled in stream order; fill it on the host (std::fill) "
+         "or use a HostBuffer");
+  check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "DeviceBuffer", "enqueue_memset");
+  const std::size_t bytes = endpoint_bytes(queue, "enqueue_memset", dst, element_bytes);
+  note_use_if_local(queue, dst.allocation);
+  if (bytes == 0) return;
+  queue.fill(dst.data, effective_kind(queue, dst), dst.count, value, element_bytes);
+}
+
+void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
+  DeviceImpl& device = queue.device();
+  const DeviceInfo& info = device.info();
+  const LaunchConfig& c = launch.config;
+  auto where = [&] { return concat(launch_operation(launch.name), " on ", device.label(), ": "); };
+  auto check_dims = [&](const char* what, const Dim3& d, const Dim3& max) {
+    if (d.x == 0 || d.y == 0 || d.z == 0)
+      fail(Errc::invalid_launch, where(), what, ' ', to_string(d), " has a zero dimension; every dimension must be at least 1");
+    if (d.x > max.x || d.y > max.y || d.z > max.z)
+      fail(Errc::invalid_launch, where(), what, ' ', to_string(d), " exceeds the device's maximum ", to_string(max));
+  };
+  check_dims("grid_dim", c.grid_dim, info.max_grid_dim);
+  check_dims("block_dim", c.block_dim, info.max_block_dim);
+  if (const auto threads = volume(c.block_dim); !threads || *threads > info.max_threads_per_block)
+    fail(Errc::invalid_launch, where(), "block_dim ", to_string(c.block_dim), " has ", c.block_dim.volume(),
+         " threads; the device allows at most ", info.max_threads_per_block, " threads per block");
+  if (!volume(c.grid_dim))
+    fail(Errc::invalid_launch, where(), "grid_dim ", to_string(c.grid_dim), " has more blocks than a 64-bit count holds");
+  if (c.shared_bytes > info.max_shared_bytes_per_block)
+    fail(Errc::invalid_launch, where(), "shared_bytes ", bytes_text(c.shared_bytes),
+         " exceeds the device's shared memory per block, ", bytes_text(info.max_shared_bytes_per_block));
+  for (std::size_t i = 0; i < launch.buffer_count; ++i) {
+    const Allocation* a = launch.buffers[i];
+    if (a != nullptr && &a->device() != &device)
+      fail(Errc::wrong_device, where(), "argument ", i + 1, " is a DeviceBuffer of ", a->device().label(),
+           "; a kernel can only use buffers of the device it runs on");
+  }
+  device.check_kernel_limits(launch);
+  for (std::size_t i = 0; i < launch.buffer_count; ++i)
+    if (launch.buffers[i] != nullptr) launch.buffers[i]->note_use(queue);
+  queue.launch(launch);
+}
+
+void queue_synchronize(QueueImpl& queue) { queue.synchronize(); }
+
+std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return queue.record_event(); }
+
+void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
+  if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (&event->device() != &queue.device())
+    fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
+         event->device().label(), "; streams can only wait for events of their own device");
+  queue.wait_for(event);
+}
+
+}  // namespace devctx::detail
