@@ -449,12 +449,12 @@ TEST(BarrierCheck, ReturningBeforeOthersReachALaterBarrierDiverges) {
 // ---- Checker: the messages ---------------------------------------------------------------------------
 
 struct CheckerFixture : testing::Test {
-  CheckerFixture() : checker(&registry) {
+  CheckerFixture() {
     registry.add(out, sizeof out);
     registry.mark_written(out, sizeof out);
     registry.add(in, sizeof in);
     const SpanArgument args[] = {{in, 16, 4, 1, "devctx::span<const float>"}, {out, 16, 4, 2, "devctx::span<float>"}};
-    checker.begin_launch("scale", {4, 1, 1}, {8, 2, 1}, args, 0);
+    checker.begin_launch("scale", {4, 1, 1}, {8, 2, 1}, args, 0, &registry);
     checker.add_shared_array("tile", 64, 16 * 16 * 4);
     checker.begin_block({2, 0, 0}, shared);
   }
@@ -545,7 +545,7 @@ TEST_F(CheckerFixture, OutOfBoundsSharedIndicesNameTheArrayOrItsRow) {
 }
 
 TEST_F(CheckerFixture, AtomicsThroughPointersAreNamedByTheirAllocation) {
-  checker.begin_launch("scale", {4, 1, 1}, {8, 2, 1}, {}, 0);  // no span arguments this time
+  checker.begin_launch("scale", {4, 1, 1}, {8, 2, 1}, {}, 0, &registry);  // no span arguments this time
   checker.begin_block({0, 0, 0}, shared);
   try {
     checker.atomic(0, &in[2], 4);
@@ -603,18 +603,18 @@ std::string host_error(HostGuard& g, const char* access) {
 TEST(HostGuard, RefusesAccessUntilTheHostWaitedForTheCopy) {
   auto q = std::make_shared<QueueWatch>("cpu:0 (test)");
   HostGuard g;
-  EXPECT_EQ(g.pending().load(), 0u);
+  EXPECT_EQ(g.pending.load(), 0u);
   const auto before = q->next_ticket();  // some earlier work
   const auto copy = q->next_ticket();
   g.add(q, copy, HostGuard::Use::copy_into);
-  EXPECT_NE(g.pending().load(), 0u);
+  EXPECT_NE(g.pending.load(), 0u);
   EXPECT_THAT(host_error(g, "HostBuffer::operator[]"),
               HasSubstr("HostBuffer::operator[] while a copy into this HostBuffer on cpu:0 (test) may still be running"));
   q->observe(before);  // a wait that does not cover the copy
   EXPECT_NE(host_error(g, "HostBuffer::data()"), "");
   q->observe(q->issued());  // synchronize()
   EXPECT_EQ(host_error(g, "HostBuffer::data()"), "");
-  EXPECT_EQ(g.pending().load(), 0u);
+  EXPECT_EQ(g.pending.load(), 0u);
 }
 
 TEST(HostGuard, NamesWhatIsPending) {

@@ -10,16 +10,21 @@
 #include <devctx/detail/host/seam.hpp>
 
 #include "core/backend.hpp"
+#include "core/host_access.hpp"
 
 namespace devctx::detail {
 
 class Allocation {
  public:
-  Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind) noexcept
-      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind) {}
+  Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind,
+             std::unique_ptr<HostGuard> guard = nullptr) noexcept
+      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind), guard_(std::move(guard)) {}
 
   [[nodiscard]] void* data() const noexcept { return data_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
+  /// Checking mode's record of the work pending on a HostBuffer made by a checked context; null
+  /// for every other allocation.
+  [[nodiscard]] HostGuard* host_guard() const noexcept { return guard_.get(); }
 
   /// Remembers that `queue` enqueued work on this memory, so the free waits for it too.
   void note_use(QueueImpl& queue);
@@ -33,6 +38,7 @@ class Allocation {
   MemKind kind_;
   std::mutex users_mutex_;
   std::vector<std::weak_ptr<QueueImpl>> other_users_;
+  std::unique_ptr<HostGuard> guard_;
 };
 
 }  // namespace devctx::detail

@@ -12,6 +12,8 @@
 #include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
 
+#include "core/host_access.hpp"
+
 namespace devctx::detail {
 
 class EventImpl {
@@ -23,6 +25,10 @@ class EventImpl {
   [[nodiscard]] virtual bool query() = 0;
   /// Milliseconds from `start` to this event; both have been reached.
   [[nodiscard]] virtual double elapsed_ms_since(EventImpl& start) = 0;
+
+  // Checking mode (host_access.hpp): the event's queue and its ticket there, when checked.
+  std::shared_ptr<QueueWatch> watch;
+  std::uint64_t ticket = 0;
 };
 
 class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
@@ -33,6 +39,13 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
   QueueImpl& operator=(const QueueImpl&) = delete;
 
   [[nodiscard]] DeviceImpl& device() const noexcept { return device_; }
+
+  /// Checking mode (docs/checking.md), turned on by the context before the queue is used: the
+  /// backend checks this queue's launches, and core keeps `watch` up to date.
+  void enable_checking();
+  [[nodiscard]] bool checking() const noexcept { return watch_ != nullptr; }
+  /// What the host has waited for on this queue; null unless checking.
+  [[nodiscard]] const std::shared_ptr<QueueWatch>& watch() const noexcept { return watch_; }
 
   /// Stream-ordered device allocation; throws Error(out_of_memory).
   [[nodiscard]] virtual void* allocate(std::size_t bytes, MemKind kind) = 0;
@@ -50,6 +63,7 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
 
  private:
   DeviceImpl& device_;
+  std::shared_ptr<QueueWatch> watch_;
 };
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {

@@ -12,6 +12,7 @@
 #include "core/allocation.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/memory.hpp"
 
 namespace devctx::detail {
 namespace {
@@ -43,6 +44,11 @@ std::size_t endpoint_bytes(const QueueImpl& queue, const char* operation, const 
   return *bytes;
 }
 
+/// Checking mode: the guard of the HostBuffer on this side of a copy or fill, if it has one.
+HostGuard* host_guard_of(const MemRef& ref) {
+  return ref.kind == MemKind::host_pinned && ref.allocation != nullptr ? ref.allocation->host_guard() : nullptr;
+}
+
 /// x * y * z, or nullopt when it does not fit.
 std::optional<std::size_t> volume(const Dim3& d) {
   const auto xy = checked_mul(d.x, d.y);
@@ -64,7 +70,15 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
   note_use_if_local(queue, dst.allocation);
   note_use_if_local(queue, src.allocation);
   if (bytes == 0) return;
-  queue.copy(dst.data, effective_kind(queue, dst), src.data, effective_kind(queue, src), bytes);
+  const MemKind dst_kind = effective_kind(queue, dst), src_kind = effective_kind(queue, src);
+  queue.copy(dst.data, dst_kind, src.data, src_kind, bytes);
+  if (queue.checking()) {
+    const auto& watch = queue.watch();
+    const std::uint64_t ticket = watch->next_ticket();
+    if (HostGuard* guard = host_guard_of(dst)) guard->add(watch, ticket, HostGuard::Use::copy_into);
+    if (HostGuard* guard = host_guard_of(src)) guard->add(watch, ticket, HostGuard::Use::copy_out_of);
+    if (copy_waits_for_host(dst_kind, src_kind)) watch->observe(ticket);  // the call returned with it done
+  }
 }
 
 void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes) {
@@ -77,6 +91,8 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
   note_use_if_local(queue, dst.allocation);
   if (bytes == 0) return;
   queue.fill(dst.data, effective_kind(queue, dst), dst.count, value, element_bytes);
+  if (queue.checking())
+    if (HostGuard* guard = host_guard_of(dst)) guard->add(queue.watch(), queue.watch()->next_ticket(), HostGuard::Use::fill);
 }
 
 void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
@@ -112,9 +128,27 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
   queue.launch(launch);
 }
 
-void queue_synchronize(QueueImpl& queue) { queue.synchronize(); }
+void queue_synchronize(QueueImpl& queue) {
+  if (!queue.checking()) return queue.synchronize();
+  // Whatever was enqueued before the call has finished once it returns, failed or not.
+  const std::uint64_t enqueued = queue.watch()->issued();
+  try {
+    queue.synchronize();
+  } catch (...) {
+    queue.watch()->observe(enqueued);
+    throw;
+  }
+  queue.watch()->observe(enqueued);
+}
 
-std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return queue.record_event(); }
+std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) {
+  auto event = queue.record_event();
+  if (queue.checking()) {
+    event->watch = queue.watch();
+    event->ticket = queue.watch()->next_ticket();
+  }
+  return event;
+}
 
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
   if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
@@ -122,6 +156,7 @@ void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
          event->device().label(), "; streams can only wait for events of their own device");
   queue.wait_for(event);
+  if (queue.checking() && event->watch) queue.watch()->note_wait(queue.watch()->next_ticket(), event->watch, event->ticket);
 }
 
 }  // namespace devctx::detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/backend.hpp"
 #include "core/errors.hpp"
 
 namespace devctx::detail {
@@ -45,21 +46,41 @@ void QueueWatch::observe(std::uint64_t ticket) {
 void HostGuard::add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use) {
   const std::lock_guard lock(mutex_);
   entries_.push_back({std::move(queue), ticket, use});
-  pending_.store(std::uint32_t(entries_.size()), std::memory_order_release);
+  pending.store(std::uint32_t(entries_.size()), std::memory_order_release);
 }
 
 void HostGuard::check(const char* access) {
   const std::lock_guard lock(mutex_);
   std::erase_if(entries_, [](const Entry& e) { return e.queue->observed(e.ticket); });
-  pending_.store(std::uint32_t(entries_.size()), std::memory_order_release);
+  pending.store(std::uint32_t(entries_.size()), std::memory_order_release);
   if (entries_.empty()) return;
   const Entry& e = entries_.front();
   const char* what = e.use == Use::copy_into     ? "a copy into this HostBuffer"
                      : e.use == Use::copy_out_of ? "a copy out of this HostBuffer"
                                                  : "an enqueue_memset of this HostBuffer";
-  fail(Errc::invalid_argument, access, " while ", what, " on ", e.queue->label(),
+  fail(Errc::check_failed, access, " while ", what, " on ", e.queue->label(),
        " may still be running: the host may touch the buffer only after synchronize() or a wait on an "
        "event recorded after that work (devctx checking mode)");
+}
+
+void event_reached(const EventImpl& event) {
+  if (event.watch) event.watch->observe(event.ticket);
+}
+
+void event_synchronize(EventImpl& event) {
+  try {
+    event.synchronize();
+  } catch (...) {
+    event_reached(event);
+    throw;
+  }
+  event_reached(event);
+}
+
+bool event_query(EventImpl& event) {
+  const bool reached = event.query();
+  if (reached) event_reached(event);
+  return reached;
 }
 
 }  // namespace devctx::detail

@@ -16,7 +16,12 @@
 #include <string>
 #include <vector>
 
+#include <devctx/launch.hpp>
+#include <devctx/detail/host/seam.hpp>
+
 namespace devctx::detail {
+
+class EventImpl;
 
 /// What the host has waited for on one queue.
 class QueueWatch {
@@ -48,15 +53,14 @@ class QueueWatch {
   std::vector<Wait> waits_;
 };
 
-/// The work pending on one HostBuffer's memory.
-class HostGuard {
+/// The work pending on one HostBuffer's memory. Its gate's `pending` is what the buffer's
+/// accessors test inline.
+class HostGuard : public HostAccessGate {
  public:
   enum class Use : std::uint8_t { copy_into, copy_out_of, fill };
 
   /// Work numbered `ticket` on `queue` uses the buffer.
   void add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use);
-  /// Non-zero while some work may be pending: the inline test of the buffer's accessors.
-  [[nodiscard]] const std::atomic<std::uint32_t>& pending() const noexcept { return pending_; }
   /// The host is about to touch the buffer through `access` ("HostBuffer::operator[]"): throws
   /// devctx::Error unless the host has waited for all the work on it.
   void check(const char* access);
@@ -67,9 +71,18 @@ class HostGuard {
     std::uint64_t ticket;
     Use use;
   };
-  std::atomic<std::uint32_t> pending_{0};
   std::mutex mutex_;
   std::vector<Entry> entries_;
 };
+
+// The host's waits on events, which tell a checked queue's watch what the host has seen finish
+// (core's Event and elapsed_ms call these; queue waits are in enqueue.cpp).
+/// Event::synchronize(): waits, and counts the event reached even when the wait throws (the work
+/// has finished; it failed).
+void event_synchronize(EventImpl& event);
+/// Event::query(): a true answer tells the host the event was reached.
+[[nodiscard]] bool event_query(EventImpl& event);
+/// The host has waited for `event` some other way (elapsed_ms).
+void event_reached(const EventImpl& event);
 
 }  // namespace devctx::detail

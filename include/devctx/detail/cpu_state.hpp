@@ -8,12 +8,17 @@
 #endif
 
 #include <cstddef>
+#include <cstdint>
+#include <source_location>
 
 #include <devctx/launch.hpp>
 
 namespace devctx::detail::cpu {
 
 class BlockExecutor;  // src/backends/cpu: the worker's executor of blocks (fibers, barriers, shared memory)
+namespace check {
+class Checker;  // src/backends/cpu/check: checking mode (docs/checking.md)
+}
 
 /// How the current worker is executing kernel code.
 enum class Mode : unsigned char {
@@ -49,12 +54,15 @@ struct ThreadState {
   const void* shared_sites[4] = {};
   void* shared_addresses[4] = {};
   unsigned shared_count = 0;
+  /// Checking mode's record of the running launch; null unless it is a checked launch.
+  check::Checker* checker = nullptr;
 };
 
 extern constinit thread_local ThreadState tls;
 
 // Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber.cpp).
-void barrier();
+/// `site`: where the kernel called devctx::barrier(), which checking mode compares.
+void barrier(std::source_location site);
 /// Publishes `bytes` bytes of this lane's value to its warp and waits for the whole warp.
 /// Returns the warp's 32 slots (each kWarpSlotBytes wide); warp_release() must follow.
 const std::byte* warp_publish(const void* value, std::size_t bytes);
@@ -66,6 +74,34 @@ void* per_thread_storage(std::size_t bytes, std::size_t align);
 [[noreturn]] void not_in_kernel(const char* function);
 
 inline constexpr std::size_t kWarpSlotBytes = 16;
+
+// ---- checking mode (docs/checking.md): entry points into src/backends/cpu/check -----------------
+// A checked launch marks what its kernel indexes, so that the accessors reach the checker while
+// an unchecked launch pays one test of a value the compiler already holds:
+/// the top bit of a devctx::span's size word (set on the launch's span arguments and its
+/// dynamic_shared spans; span::size() never shows it);
+inline constexpr std::size_t kCheckedSpanBit = std::size_t{1} << (8 * sizeof(std::size_t) - 1);
+/// the top bit of a DEVCTX_SHARED array's address (not a valid address: a path that forgot to
+/// clear it faults at once instead of reaching the wrong memory).
+inline constexpr std::uintptr_t kCheckedSharedBit = std::uintptr_t{1} << (8 * sizeof(std::uintptr_t) - 1);
+
+/// &data[index] of a checked span of `count` elements, once checking mode has seen the access.
+[[nodiscard]] void* checked_span_element(const void* data, std::size_t index, std::size_t count,
+                                         std::size_t element_bytes, bool read_only);
+/// &array[index] of a checked DEVCTX_SHARED array (address with kCheckedSharedBit) or row of one.
+[[nodiscard]] void* checked_shared_element(std::uintptr_t array, std::size_t index, std::size_t count,
+                                           std::size_t element_bytes);
+/// The (checked) address of row `index` of a checked two-dimensional DEVCTX_SHARED array.
+[[nodiscard]] void* checked_shared_row(std::uintptr_t array, std::size_t index, std::size_t count,
+                                       std::size_t row_bytes);
+/// An atomic on `bytes` bytes at `address` in a checked launch.
+void checked_atomic(const void* address, std::size_t bytes);
+/// The end of a block-level phase (its implied barrier) in a checked launch.
+void checked_phase_end();
+/// Called by every block-level phase as it ends.
+inline void phase_end() {
+  if (tls.checker != nullptr) [[unlikely]] checked_phase_end();
+}
 
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.
 inline void* shared_array(const void* site, std::size_t bytes, std::size_t align) {

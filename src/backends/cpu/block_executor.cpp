@@ -53,6 +53,17 @@ unsigned warp_width() { return current_executor("a devctx warp operation").warp_
 void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
   return current_executor("DEVCTX_SHARED").static_shared(site, bytes, align);
 }
+void* BlockExecutor::static_shared(const void* site, std::size_t bytes, std::size_t align) {
+  void* address = shared_.array(site, bytes, align);
+  if (checking_ != nullptr) {
+    // The site is the declaration's name (DEVCTX_SHARED): checking mode names the array by it.
+    const auto offset = std::size_t((reinterpret_cast<std::uintptr_t>(address) & ~kCheckedSharedBit) -
+                                    reinterpret_cast<std::uintptr_t>(shared_.base()));
+    checking_->add_shared_array(static_cast<const char*>(site), offset, bytes);
+  }
+  return address;
+}
+
 void* per_thread_storage(std::size_t bytes, std::size_t align) {
   return current_executor("devctx::Block::per_thread").per_thread_storage(bytes, align);
 }
@@ -87,8 +98,18 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   task_ = &task;
   const LaunchConfig& config = task.launch.config;
   bs_.n = std::uint32_t(config.block_dim.volume());
-  bs_.last = bs_.n - 1;
-  shared_.enter_launch(task.launch_id, config.shared_bytes);
+  // In a checked launch every arrival at a barrier goes to barrier_decide, which tells the checker:
+  // no thread index passes the assembly fast path's test against `last`.
+  bs_.last = task.checked ? 0 : bs_.n - 1;
+  shared_.enter_launch(task.launch_id, config.shared_bytes, task.checked);
+  checking_ = nullptr;
+  if (task.checked) {
+    if (!checker_) checker_ = std::make_unique<check::Checker>();
+    checking_ = checker_.get();
+    checking_->begin_launch(task.launch.name, config.grid_dim, config.block_dim, task.spans, config.shared_bytes,
+                            task.registry);
+  }
+  tls.checker = checking_;
   tls.block_dim = config.block_dim;
   tls.grid_dim = config.grid_dim;
   tls.executor = this;
@@ -107,6 +128,7 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   tls.thread_idx = {0, 0, 0};
   per_thread_.next_block();
   shared_.next_block();
+  if (checking_ != nullptr) [[unlikely]] checking_->begin_block(block_idx_, shared_.base());
 }
 
 RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end,
@@ -141,6 +163,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
       } catch (...) {
         record_current_exception();
       }
+      if (checking_ != nullptr && !failed_) check_block_end();
     }
     result.block_level += b - begin;
   } else {
@@ -162,6 +185,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         set_fast(false);
         devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
       }
+      if (checking_ != nullptr && !failed_) check_block_end();
       (cooperative_ ? result.cooperative : result.plain) += 1;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
       parked = cooperative_ && synced && !failed_;
@@ -169,6 +193,8 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
   }
   tls.mode = Mode::none;
   tls.executor = nullptr;
+  tls.checker = nullptr;
+  checking_ = nullptr;
   tls.barrier_state = &no_block;
   if (failed_) result.failure = std::move(failure_);
   return result;
@@ -199,6 +225,11 @@ void BlockExecutor::record_current_exception() {
                                    ", thread ", to_string(tls.thread_idx), ": ");
   try {
     throw;
+  } catch (const check::Report& r) {
+    // A report about several threads names them itself.
+    failure_ = {r.code(), r.about_current_thread() ? where + r.what()
+                                                   : concat("kernel '", task_->launch.name, "' failed in block ",
+                                                            to_string(block_idx_), ": ", r.what())};
   } catch (const Error& e) {
     failure_ = {e.code(), where + e.what()};
   } catch (const std::exception& e) {
@@ -206,6 +237,39 @@ void BlockExecutor::record_current_exception() {
   } catch (...) {
     failure_ = {Errc::kernel_failed, where + "an exception of unknown type was thrown"};
   }
+}
+
+// ---- checking mode's hooks ----------------------------------------------------------------------
+// Reports found where no kernel code can throw them (a block's end, a thread's exit) become the
+// block's failure directly; the block then aborts as after any failure.
+
+void BlockExecutor::record_check_failure(std::string message) {
+  start_aborting();
+  if (failed_) return;
+  failed_ = true;
+  failure_ = {check::Report::kCode,
+              concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_), ": ", message)};
+}
+
+void BlockExecutor::check_block_end() {
+  try {
+    checking_->block_end();
+  } catch (const check::Report& r) {
+    record_check_failure(r.what());
+  }
+}
+
+void BlockExecutor::check_interval_end_quietly() {
+  try {
+    checking_->barrier_complete();
+  } catch (const check::Report& r) {
+    record_check_failure(r.what());
+  }
+}
+
+void BlockExecutor::check_exit(std::uint32_t me) {
+  if (aborting_) return;  // unwinding after a failure is not returning
+  if (auto message = checking_->thread_exit(me)) record_check_failure(std::move(*message));
 }
 
 }  // namespace devctx::detail::cpu

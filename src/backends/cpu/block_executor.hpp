@@ -25,13 +25,16 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
+#include <vector>
 
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>
 #include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/arenas.hpp"
+#include "backends/cpu/check/checker.hpp"
 #include "backends/cpu/fiber.hpp"
 #include "backends/cpu/fiber_abi.hpp"
 
@@ -46,6 +49,12 @@ struct BlockTask {
   KernelLaunch launch;
   /// Distinct for every launch: blocks of one launch share their shared-memory layout.
   std::uint64_t launch_id = 0;
+  /// A checked launch (docs/checking.md): its blocks run in one range, through the checked
+  /// runners, with the executor's checker watching; `spans` are its span arguments (marked) and
+  /// `registry` the device's record of written device memory.
+  bool checked = false;
+  std::vector<LaunchSpan> spans;
+  const check::ShadowRegistry* registry = nullptr;
 };
 
 /// A failure inside a block: the error code and the full message.
@@ -92,15 +101,13 @@ class BlockExecutor {
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
   /// The decision half of devctx::barrier() on the CPU (see barrier_decide in cooperative.cpp).
-  inline void* barrier_decide(void* sp);
+  inline void* barrier_decide(void* sp, std::source_location site);
   /// The decision half of devctx_fiber_park (see thread_loop in cooperative.cpp).
   [[nodiscard]] FiberSp park(void* sp);
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
-  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
-    return shared_.array(site, bytes, align);
-  }
+  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align);
   [[nodiscard]] void* per_thread_storage(std::size_t bytes, std::size_t align) {
     return per_thread_.allocate(bytes, align);
   }
@@ -112,6 +119,11 @@ class BlockExecutor {
   static void plain_entry(void* self);
   void record_current_exception();
   void start_aborting();
+  // Checking mode's hooks (checked launches only; block_executor.cpp).
+  void record_check_failure(std::string message);
+  void check_block_end();
+  void check_interval_end_quietly();
+  void check_exit(std::uint32_t me);
 
   // cooperative.cpp: the cooperative path.
   static void thread_loop(void* self);
@@ -156,6 +168,9 @@ class BlockExecutor {
   PerThreadArena per_thread_;
 
   const BlockTask* task_ = nullptr;
+  /// The checker of the running launch when it is checked, else null (also in tls.checker).
+  check::Checker* checking_ = nullptr;
+  std::unique_ptr<check::Checker> checker_;  // made for the first checked launch
   Dim3 block_idx_;
   BlockFailure failure_;
   std::string* why_ = nullptr;  // the reason to fill in, until a block went cooperative

@@ -156,7 +156,7 @@ void BlockExecutor::go_cooperative(const char* cause) {
 
 // The C++ half of devctx::detail::cpu::barrier() (fiber.cpp): `sp` is the caller's suspended
 // frame. Returns the frame to resume - `sp` itself if the caller goes on.
-[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp) {
+[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp, std::source_location site) {
   if (!bs_.fast) [[unlikely]] {
     if (tls.mode == Mode::block_level)
       fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
@@ -164,7 +164,11 @@ void BlockExecutor::go_cooperative(const char* cause) {
     if (aborting_) throw BlockAbort{};
     go_cooperative("barrier()");
   }
+  // Checking mode sees every arrival (enter_launch turns the assembly's fast path off); its
+  // reports unwind the arriving thread like any exception from kernel code.
+  if (checking_ != nullptr) [[unlikely]] checking_->barrier_arrive(running_thread(), check::site_of(site));
   if (--bs_.remaining == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
+    if (checking_ != nullptr) [[unlikely]] checking_->barrier_complete();
     bs_.remaining = bs_.live;
     advance_gen(1);
     return sp;
@@ -189,10 +193,10 @@ void BlockExecutor::go_cooperative(const char* cause) {
   return sp;
 }
 
-extern "C" void* devctx_barrier_decide(void* sp) {
+extern "C" void* devctx_barrier_decide(void* sp, std::source_location site) {
   BlockExecutor* e = tls.executor;
   if (e == nullptr) not_in_kernel("devctx::barrier");
-  return e->barrier_decide(sp);
+  return e->barrier_decide(sp, site);
 }
 
 extern "C" [[noreturn]] void devctx_throw_block_abort() { throw BlockAbort{}; }
@@ -253,12 +257,16 @@ void BlockExecutor::report_divergence(std::uint32_t me) {
 }
 
 // The thread that kept the plain fiber has finished; nothing resumes that fiber.
-void BlockExecutor::exit_current() { devctx_fiber_jump(leave_block(running_thread())); }
+void BlockExecutor::exit_current() {
+  if (checking_ != nullptr) [[unlikely]] check_exit(running_thread());
+  devctx_fiber_jump(leave_block(running_thread()));
+}
 
 // The C++ half of devctx_fiber_park (fiber.cpp): the running fiber's thread has finished and
 // its frame is saved at `sp`. Returns the frame to resume.
 FiberSp BlockExecutor::park(void* sp) {
   const std::uint32_t me = running_thread();
+  if (checking_ != nullptr) [[unlikely]] check_exit(me);
   Fiber* const f = fibers();
   f[me].sp = sp;
   const std::uint32_t next = me + 1, w = me / 32;
@@ -288,6 +296,7 @@ FiberSp BlockExecutor::leave_block(std::uint32_t me) {
   // Exited threads no longer count at barriers (as on CUDA): if every other live thread has
   // arrived, the barrier is complete.
   if (--bs_.remaining == 0 && bs_.live > 0) {
+    if (checking_ != nullptr && !aborting_) [[unlikely]] check_interval_end_quietly();
     bs_.remaining = bs_.live;
     advance_gen(1);
   }

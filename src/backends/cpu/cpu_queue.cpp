@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "backends/cpu/cpu_device.hpp"
 #include "core/errors.hpp"
@@ -90,19 +91,30 @@ void* CpuQueue::allocate(std::size_t bytes, MemKind kind) {
     fail(Errc::out_of_memory, kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer", " on ",
          device().label(), ": cannot allocate ", bytes_text(bytes), "; the machine has ",
          bytes_text(device().info().total_memory_bytes), " of memory");
+  if (checking() && kind == MemKind::device) {
+    // Checking mode tells a written element from one only read by its change of value, and
+    // reports reads of bytes nothing wrote (docs/checking.md).
+    std::memset(p, check::kPoisonByte, bytes);
+    try {
+      cpu().written().add(p, bytes);
+    } catch (...) {
+      std::free(p);
+      throw;
+    }
+  }
   return p;
 }
 
 void CpuQueue::free(void* data, std::size_t, MemKind) noexcept {
   try {
-    push(std::make_unique<FreeOp>(data));
+    push(std::make_unique<FreeOp>(data, cpu().written()));
   } catch (...) {
     // Out of memory while queueing the free: leaking is the only safe choice.
   }
 }
 
 void CpuQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
-  const std::uint64_t seq = push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers()));
+  const std::uint64_t seq = push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers(), cpu().written()));
   if (dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable) {
     std::unique_lock lock(cpu().pool().mutex);
     wait_until(lock, seq, false);
@@ -110,11 +122,11 @@ void CpuQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_ki
 }
 
 void CpuQueue::fill(void* dst, MemKind, std::size_t count, const void* value, std::size_t element_bytes) {
-  push(std::make_unique<FillOp>(dst, count, value, element_bytes, cpu().workers()));
+  push(std::make_unique<FillOp>(dst, count, value, element_bytes, cpu().workers(), cpu().written()));
 }
 
 void CpuQueue::launch(const KernelLaunch& launch) {
-  push(std::make_unique<KernelOp>(launch, cpu().workers(), device().label()));
+  push(std::make_unique<KernelOp>(launch, cpu().workers(), device().label(), cpu().written(), checking()));
 }
 
 void CpuQueue::synchronize() {

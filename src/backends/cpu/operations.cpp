@@ -17,12 +17,29 @@ namespace {
 
 constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
 
+/// Marks written each element of `span` whose bytes differ from `before`.
+void mark_changed_elements(check::ShadowRegistry& registry, const LaunchSpan& span, const std::vector<std::byte>& before) {
+  const auto* now = static_cast<const std::byte*>(span.data);
+  const std::size_t e = span.element_bytes;
+  for (std::size_t i = 0; i < span.count;) {
+    if (std::memcmp(now + i * e, before.data() + i * e, e) == 0) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;  // a run of changed elements, marked at once
+    while (j < span.count && std::memcmp(now + j * e, before.data() + j * e, e) != 0) ++j;
+    registry.mark_written(now + i * e, (j - i) * e);
+    i = j;
+  }
+}
+
 }  // namespace
 
 // ---- KernelOp -----------------------------------------------------------------------------------
 
-KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label)
-    : name_(launch.name), device_label_(std::move(label)) {
+KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label,
+                   check::ShadowRegistry& registry, bool checked)
+    : name_(launch.name), device_label_(std::move(label)), registry_(&registry) {
   const std::size_t align = std::max<std::size_t>(launch.args_align, 16);
   args_.reset(static_cast<std::byte*>(std::aligned_alloc(align, (launch.args_size + align) / align * align)));
   if (!args_) throw std::bad_alloc();
@@ -41,12 +58,43 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string 
   parts = std::size_t(std::min<std::uint64_t>(blocks_, workers * 16));
   per_part_ = (blocks_ + parts - 1) / parts;
   parts = std::size_t((blocks_ + per_part_ - 1) / per_part_);
+  if (checked) {
+    // The copy of the arguments gets its spans marked; the checked runners read them.
+    task_.checked = true;
+    task_.registry = &registry;
+    task_.spans.resize(launch.param_count);
+    task_.spans.resize(launch.cpu_spans(args_.get(), task_.spans.data(), true));
+    task_.launch.cpu_run_block = launch.cpu_run_block_checked;
+    task_.launch.cpu_run_thread = launch.cpu_run_thread_checked;
+    parts = 1;
+    per_part_ = blocks_;
+  } else if (!registry.empty()) {
+    // Unchecked code may write checked memory: afterwards, all it could write counts as written.
+    writable_.resize(launch.param_count);
+    writable_.resize(launch.cpu_spans(args_.get(), writable_.data(), false));
+    std::erase_if(writable_, [](const LaunchSpan& s) { return s.read_only; });
+  }
   if (trace_enabled()) trace_start_ = Clock::now();
 }
 
 void KernelOp::run_part(std::size_t part) {
   const std::uint64_t begin = part * per_part_, end = std::min(blocks_, begin + per_part_);
+  // A checked launch counts as written every element of its writable span arguments that it
+  // changed, however it wrote it (through a pointer, in a block that failed): the checker sees
+  // only accesses through span[i], and an unchanged element is one it cannot tell was written.
+  std::vector<std::vector<std::byte>> before;
+  if (task_.checked)
+    for (const LaunchSpan& s : task_.spans)
+      if (!s.read_only) {
+        const auto* data = static_cast<const std::byte*>(s.data);
+        before.emplace_back(data, data + s.count * s.element_bytes);
+      }
   RangeResult result = BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
+  if (task_.checked) {
+    auto copy = before.begin();
+    for (const LaunchSpan& s : task_.spans)
+      if (!s.read_only) mark_changed_elements(*registry_, s, *copy++);
+  }
   if (result.failure) {
     const std::lock_guard lock(failure_mutex_);
     if (!failed_.exchange(true)) first_failure_ = std::move(result.failure);
@@ -62,6 +110,7 @@ void KernelOp::run_part(std::size_t part) {
 
 std::optional<BlockFailure> KernelOp::finish() {
   if (trace_enabled()) print_trace();
+  for (const LaunchSpan& s : writable_) registry_->mark_written(s.data, s.count * s.element_bytes);
   if (!failed_) return std::nullopt;
   return std::move(first_failure_);
 }
@@ -82,19 +131,22 @@ void KernelOp::print_trace() const {
 
 // ---- copies and fills ---------------------------------------------------------------------------
 
-CopyOp::CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers)
-    : dst_(static_cast<std::byte*>(dst)), src_(static_cast<const std::byte*>(src)), bytes_(bytes) {
+CopyOp::CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers, check::ShadowRegistry& registry)
+    : registry_(registry), dst_(static_cast<std::byte*>(dst)), src_(static_cast<const std::byte*>(src)), bytes_(bytes) {
   parts = std::min<std::size_t>((bytes_ + kCopyChunk - 1) / kCopyChunk, workers * 4);
   chunk_ = (bytes_ + parts - 1) / parts;
 }
 
 void CopyOp::run_part(std::size_t part) {
   const std::size_t begin = part * chunk_, end = std::min(bytes_, begin + chunk_);
-  if (begin < end) std::memmove(dst_ + begin, src_ + begin, end - begin);
+  if (begin >= end) return;
+  std::memmove(dst_ + begin, src_ + begin, end - begin);
+  registry_.mark_written(dst_ + begin, end - begin);
 }
 
-FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers)
-    : dst_(static_cast<std::byte*>(dst)), count_(count), element_bytes_(element_bytes) {
+FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
+               check::ShadowRegistry& registry)
+    : registry_(registry), dst_(static_cast<std::byte*>(dst)), count_(count), element_bytes_(element_bytes) {
   pattern_.resize(element_bytes);
   std::memcpy(pattern_.data(), value, element_bytes);
   uniform_ = std::all_of(pattern_.begin(), pattern_.end(), [&](std::byte b) { return b == pattern_[0]; });
@@ -120,6 +172,7 @@ void FillOp::run_part(std::size_t part) {
   } else {
     for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * element_bytes_, pattern_.data(), element_bytes_);
   }
+  registry_.mark_written(out, n * element_bytes_);
 }
 
 // ---- operations without parts -------------------------------------------------------------------
@@ -132,6 +185,7 @@ std::optional<BlockFailure> MarkerOp::finish() {
 void MarkerOp::enqueued() { event->seq = seq; }
 
 std::optional<BlockFailure> FreeOp::finish() {
+  if (!registry.empty()) registry.remove(data);
   std::free(data);
   return std::nullopt;
 }

@@ -16,6 +16,7 @@
 #include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/block_executor.hpp"
+#include "backends/cpu/check/init_shadow.hpp"
 
 namespace devctx::detail::cpu {
 
@@ -53,9 +54,13 @@ struct [[gnu::visibility("hidden")]] Op {
   std::size_t done_parts = 0;  // guarded by the pool lock
 };
 
-/// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor.
+/// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor. A
+/// checked launch (docs/checking.md) is one range: its blocks run one after another.
 struct [[gnu::visibility("hidden")]] KernelOp final : Op {
-  KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label);
+  /// `registry`: the device's record of written device memory, which a checked launch reads and
+  /// writes and an unchecked one keeps true (everything it may write counts as written).
+  KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, check::ShadowRegistry& registry,
+           bool checked);
   void run_part(std::size_t part) override;
   [[nodiscard]] std::optional<BlockFailure> finish() override;
 
@@ -79,14 +84,18 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::atomic<std::uint64_t> cooperative_blocks_{0};
   std::atomic<std::uint64_t> plain_blocks_{0};
   Clock::time_point trace_start_;
+  check::ShadowRegistry* registry_;
+  std::vector<LaunchSpan> writable_;  // an unchecked launch's writable spans over checked memory
 };
 
-/// A copy between any two kinds of memory, in chunks of up to 1 MiB.
+/// A copy between any two kinds of memory, in chunks of up to 1 MiB. What it writes of checked
+/// device memory counts as written (`registry`).
 struct [[gnu::visibility("hidden")]] CopyOp final : Op {
-  CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers);
+  CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers, check::ShadowRegistry& registry);
   void run_part(std::size_t part) override;
 
  private:
+  check::ShadowRegistry& registry_;
   std::byte* dst_;
   const std::byte* src_;
   std::size_t bytes_;
@@ -95,10 +104,12 @@ struct [[gnu::visibility("hidden")]] CopyOp final : Op {
 
 /// Fills `count` elements of `element_bytes` each with one pattern, in chunks of up to 1 MiB.
 struct [[gnu::visibility("hidden")]] FillOp final : Op {
-  FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers);
+  FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
+         check::ShadowRegistry& registry);
   void run_part(std::size_t part) override;
 
  private:
+  check::ShadowRegistry& registry_;
   std::byte* dst_;
   std::size_t count_;
   std::size_t element_bytes_;
@@ -116,11 +127,13 @@ struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
   std::shared_ptr<CpuEvent> event;
 };
 
-/// Frees an allocation once everything before it in the queue has finished.
+/// Frees an allocation once everything before it in the queue has finished (and forgets its
+/// record of written bytes, if it had one, before its memory can be reused).
 struct [[gnu::visibility("hidden")]] FreeOp final : Op {
-  explicit FreeOp(void* p) : data(p) {}
+  FreeOp(void* p, check::ShadowRegistry& r) : data(p), registry(r) {}
   [[nodiscard]] std::optional<BlockFailure> finish() override;
   void* data;
+  check::ShadowRegistry& registry;
 };
 
 /// Holds its queue back until `event` has been reached (CpuQueue::pump checks).

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <devctx/block.hpp>
@@ -48,12 +49,28 @@ inline __attribute__((always_inline)) void call_block_kernel(const Pack& pack, s
   K(Block{}, pack_get<I>(pack)...);
 }
 
+/// The runner's own copy of the arguments. An unchecked launch clears checking mode's mark from
+/// its spans there: the compiler then knows that no span[i] of the kernel, once inlined, goes
+/// through checking mode, and compiles it as if checking mode did not exist (docs/checking.md).
+template <bool Checked, class... P, std::size_t... I>
+inline __attribute__((always_inline)) ArgPack<P...> runner_args(const void* packed, std::index_sequence<I...>) {
+  ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
+  if constexpr (!Checked) {
+    [[maybe_unused]] auto unmark = [](auto& param) {
+      using Param = std::remove_reference_t<decltype(param)>;
+      if constexpr (is_devctx_span<Param>::value) param = Param(param.data(), param.size());
+    };
+    (unmark(pack_get<I>(pack)), ...);
+  }
+  return pack;
+}
+
 /// Runs every thread of the current block as a plain loop. If a thread reaches a barrier or a
 /// warp operation, the executor lowers `x_end` (so this loop stops after that thread) and runs
 /// the rest of the block cooperatively.
-template <auto K, class... P>
+template <auto K, bool Checked, class... P>
 void cpu_run_block(const void* packed) {
-  const ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
+  const ArgPack<P...> pack = runner_args<Checked, P...>(packed, std::index_sequence_for<P...>{});
   cpu::ThreadState& st = cpu::tls;
   const Dim3 dim = st.block_dim;
   for (unsigned z = 0; z < dim.z; ++z) {
@@ -72,15 +89,52 @@ void cpu_run_block(const void* packed) {
 }
 
 /// Runs the current thread only (cooperative execution: one fiber per thread).
-template <auto K, class... P>
+template <auto K, bool Checked, class... P>
 void cpu_run_thread(const void* packed) {
-  call_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
+  const ArgPack<P...> pack = runner_args<Checked, P...>(packed, std::index_sequence_for<P...>{});
+  call_kernel<K>(pack, std::index_sequence_for<P...>{});
 }
 
 /// Runs a block-level kernel once for the current block.
-template <auto K, class... P>
+template <auto K, bool Checked, class... P>
 void cpu_run_block_level(const void* packed) {
-  call_block_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
+  const ArgPack<P...> pack = runner_args<Checked, P...>(packed, std::index_sequence_for<P...>{});
+  call_block_kernel<K>(pack, std::index_sequence_for<P...>{});
+}
+
+/// A type as written ("devctx::span<const float>"), read from the compiler's description of this
+/// function's template argument, as kernel_name does.
+template <class T>
+constexpr std::string_view type_name() {
+  std::string_view text = __PRETTY_FUNCTION__;
+  std::size_t begin = text.find("T = ");
+  if (begin == std::string_view::npos) return "a devctx::span";
+  begin += 4;
+  std::size_t end = text.find_first_of(";]", begin);
+  if (end == std::string_view::npos) end = text.size();
+  return text.substr(begin, end - begin);
+}
+
+/// KernelLaunch::cpu_spans for one parameter list.
+template <class... P, std::size_t... I>
+std::size_t cpu_spans(void* packed, LaunchSpan* out, bool mark, std::index_sequence<I...>) {
+  auto& pack = *static_cast<ArgPack<P...>*>(packed);
+  std::size_t n = 0;
+  [[maybe_unused]] auto one = [&](auto& param, unsigned argument) {
+    using Param = std::remove_reference_t<decltype(param)>;
+    if constexpr (is_devctx_span<Param>::value) {
+      using T = typename Param::element_type;
+      static constexpr std::string_view type = type_name<Param>();
+      out[n++] = {param.data(), param.size(), sizeof(T), argument, type, std::is_const_v<T>};
+      if (mark) param = Param(param.data(), param.size() | cpu::kCheckedSpanBit);
+    }
+  };
+  (one(pack_get<I>(pack), unsigned(I + 1)), ...);
+  return n;
+}
+template <class... P>
+std::size_t cpu_spans_of(void* packed, LaunchSpan* out, bool mark) {
+  return cpu_spans<P...>(packed, out, mark, std::index_sequence_for<P...>{});
 }
 
 #if defined(__CUDACC__)
@@ -112,11 +166,16 @@ struct Launcher {
     l.args_size = sizeof(pack);
     l.args_align = alignof(ArgPack<P...>);
     if constexpr (Sig::block_level) {
-      l.cpu_run_block = &cpu_run_block_level<K, P...>;
+      l.cpu_run_block = &cpu_run_block_level<K, false, P...>;
+      l.cpu_run_block_checked = &cpu_run_block_level<K, true, P...>;
     } else {
-      l.cpu_run_block = &cpu_run_block<K, P...>;
-      l.cpu_run_thread = &cpu_run_thread<K, P...>;
+      l.cpu_run_block = &cpu_run_block<K, false, P...>;
+      l.cpu_run_thread = &cpu_run_thread<K, false, P...>;
+      l.cpu_run_block_checked = &cpu_run_block<K, true, P...>;
+      l.cpu_run_thread_checked = &cpu_run_thread<K, true, P...>;
     }
+    l.cpu_spans = &cpu_spans_of<P...>;
+    l.param_count = sizeof...(P);
 #if defined(__CUDACC__)
     void* cuda_args[sizeof...(P) + 1] = {static_cast<void*>(&pack_get<I>(pack))..., nullptr};
     if constexpr (Sig::block_level) l.cuda_function = reinterpret_cast<const void*>(&cuda_block_entry<K, P...>);

@@ -7,9 +7,6 @@ namespace devctx::detail::cpu::check {
 namespace {
 /// Every checking-mode message ends with this, so that a report is recognisable as one.
 constexpr std::string_view kSuffix = " (devctx checking mode)";
-/// The code of every checking-mode report.
-constexpr Errc kCode = Errc::kernel_failed;
-
 Dim3 coords(std::uint64_t linear, const Dim3& dims) {
   return {unsigned(linear % dims.x), unsigned(linear / dims.x % dims.y),
           unsigned(linear / (std::uint64_t(dims.x) * dims.y))};
@@ -19,8 +16,15 @@ Dim3 coords(std::uint64_t linear, const Dim3& dims) {
 Report::Report(std::string message, bool about_current_thread)
     : Error(kCode, std::move(message)), about_current_thread_(about_current_thread) {}
 
+BarrierSite site_of(const std::source_location& site) noexcept {
+  std::string_view file = site.file_name();
+  if (const auto slash = file.find_last_of('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  return {file, site.line(), site.column()};
+}
+
 void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,
-                           std::size_t dynamic_shared_bytes) {
+                           std::size_t dynamic_shared_bytes, const ShadowRegistry* registry) {
+  registry_ = registry;
   kernel_ = kernel;
   grid_ = grid;
   block_ = block;
@@ -31,7 +35,7 @@ void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::
     r.begin = static_cast<const std::byte*>(a.data);
     r.bytes = a.count * a.element_bytes;
     r.kind = RegionKind::argument;
-    r.argument = a.number;
+    r.argument = a.argument;
     r.type = a.type;
     r.element_bytes = a.element_bytes;
     if (registry_ != nullptr && r.bytes > 0) {
@@ -51,6 +55,7 @@ void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::
 }
 
 void Checker::add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes) {
+  if (regions_.find_shared(name, offset) != nullptr) return;
   Region r;
   r.kind = RegionKind::shared_array;
   r.name = name;

@@ -18,8 +18,11 @@
 #include <string>
 #include <string_view>
 
+#include <source_location>
+
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>
+#include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/check/access_log.hpp"
 #include "backends/cpu/check/barrier_check.hpp"
@@ -33,6 +36,9 @@ namespace devctx::detail::cpu::check {
 /// thread only when the finding is about it alone.
 class Report : public Error {
  public:
+  /// The code of every checking-mode report.
+  static constexpr Errc kCode = Errc::check_failed;
+
   Report(std::string message, bool about_current_thread);
   [[nodiscard]] bool about_current_thread() const noexcept { return about_current_thread_; }
 
@@ -41,24 +47,19 @@ class Report : public Error {
 };
 
 /// One devctx::span argument of a checked launch.
-struct SpanArgument {
-  const void* data = nullptr;
-  std::size_t count = 0;
-  std::size_t element_bytes = 1;
-  unsigned number = 0;    ///< 1-based position among the kernel's arguments
-  std::string_view type;  ///< "devctx::span<const float>"
-};
+using SpanArgument = LaunchSpan;
+
+/// Where `site` is, as messages write it: the file's name without its directories.
+[[nodiscard]] BarrierSite site_of(const std::source_location& site) noexcept;
 
 class Checker {
  public:
-  /// `registry` holds the written-bytes records of the device's checked allocations (may be null:
-  /// then no read is reported as uninitialised).
-  explicit Checker(const ShadowRegistry* registry) noexcept : registry_(registry) {}
-
   // ---- set up by the executor --------------------------------------------------------------
+  /// A launch starts. `registry` holds the written-bytes records of the device's checked
+  /// allocations (null: no read is reported as uninitialised).
   void begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,
-                    std::size_t dynamic_shared_bytes);
-  /// A DEVCTX_SHARED array laid out at `offset` in the block's shared memory.
+                    std::size_t dynamic_shared_bytes, const ShadowRegistry* registry);
+  /// A DEVCTX_SHARED array laid out at `offset` in the block's shared memory (again: ignored).
   void add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes);
   /// Block `index` starts; its shared memory begins at `shared_base`.
   void begin_block(Dim3 index, const std::byte* shared_base);
@@ -97,7 +98,7 @@ class Checker {
   [[nodiscard]] std::string thread_text(const ThreadRef& t) const;
   [[nodiscard]] std::string interval_text(std::uint32_t interval) const;
 
-  const ShadowRegistry* registry_;
+  const ShadowRegistry* registry_ = nullptr;
   std::string_view kernel_;
   Dim3 grid_;
   Dim3 block_;
