@@ -36,11 +36,9 @@ echo "installed $(grep -c -- "-- Installing" "$work/install.log") files"
 step "configure and build the examples as an outside project"
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
-extra=()
-# Kernels of a CUDA-enabled devctx are compiled by nvcc: use the same GPU architectures.
-cuda_arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build_dir/CMakeCache.txt" 2> /dev/null || true)
-[[ -n "$cuda_arch" ]] && extra+=("-DCMAKE_CUDA_ARCHITECTURES=$cuda_arch")
-cmake -S "$examples_src" -B "$consumer_build" "${generator[@]}" "${extra[@]}" \
+# Nothing about CUDA is passed: the kernels of a CUDA-enabled devctx are compiled by nvcc for the
+# architectures devctx was built for (devctx_add_kernels).
+cmake -S "$examples_src" -B "$consumer_build" "${generator[@]}" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" 2>&1 ||
   { cat "$work/configure.log"; echo "FAIL: configuring the examples against the installed devctx"; exit 1; }
 cmake --build "$consumer_build" > "$work/build.log" 2>&1 ||

@@ -4,7 +4,10 @@
 #     tests run on the CPU backend, and GPU tests skip unless a GPU is present
 #     (DEVCTX_REQUIRE_GPU=1 makes a missing GPU a failure);
 #  2. a CPU-only build with the C++ compiler alone;
-#  3. the examples built as an outside project against the installed package (find_package).
+#  3. the examples built as an outside project against the installed package (find_package);
+#  4. every way a project takes devctx in (find_package, add_subdirectory, FetchContent, also with
+#     FIND_PACKAGE_ARGS; CMake 3.25 and a current one from PyPI; with and without nvcc), a shared
+#     libdevctx (Debian layout, dlopen), pkg-config and the Conan recipe (tests/consumers/run.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -27,3 +30,9 @@ for config in "${configs[@]}"; do
 done
 echo "== examples as an outside consumer (find_package(devctx))"
 bash examples/consumer-check.sh "build-test-${configs[0]}" build-test-consumer
+
+# ---- step 4: CMake routes, shared library and packaging, as outside consumers --------------------
+echo "== CMake routes, shared library, pkg-config and Conan (tests/consumers/run.sh)"
+cuda_build=()
+[ "${configs[0]}" = cuda ] && cuda_build=(build-test-cuda)
+bash tests/consumers/run.sh build-test-consumers build-test-cpu "${cuda_build[@]}"

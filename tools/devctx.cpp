@@ -5,11 +5,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tool.hpp"
+#include <devctx/version.hpp>
 
-#ifndef DEVCTX_VERSION_STRING
-#define DEVCTX_VERSION_STRING "unknown"
-#endif
+#include "tool.hpp"
 
 int main(int argc, char** argv) {
   using namespace devctx_tool;

@@ -7,6 +7,7 @@
 // DeviceInfo (device_info.hpp), Error (error.hpp).
 // Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp) and the
 // block-level kernel form (block.hpp).
+// DEVCTX_VERSION_MAJOR / _MINOR / _PATCH / _STRING (version.hpp).
 #pragma once
 
 #include <devctx/block.hpp>
@@ -19,3 +20,4 @@
 #include <devctx/launch.hpp>
 #include <devctx/span.hpp>
 #include <devctx/stream.hpp>
+#include <devctx/version.hpp>

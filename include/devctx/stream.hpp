@@ -32,14 +32,17 @@ class StreamRef {
 
   /// A DeviceBuffer of `count` elements (contents uninitialised), allocated in stream order:
   /// usable by work enqueued after this call on this stream (or on streams that wait for it).
-  /// Throws devctx::Error (out_of_memory) naming the size and the device's free memory.
+  /// Throws devctx::Error (out_of_memory) naming the size and the device's free memory, and
+  /// enqueues nothing; also when count * sizeof(T) exceeds 2^62 bytes, which no device can
+  /// address (a negative count converted to std::size_t is such a count).
   template <class T>
   [[nodiscard]] DeviceBuffer<T> enqueue_create_buffer(std::size_t count) {
     return DeviceBuffer<T>(detail::queue_allocate(queue(), detail::MemKind::device, count, sizeof(T)), count);
   }
 
   /// A HostBuffer of `count` elements: host memory fit for fast transfers (page-locked on CUDA).
-  /// Fill it once synchronize() has returned after its creation.
+  /// Fill it once synchronize() has returned after its creation. Throws as
+  /// enqueue_create_buffer does.
   template <class T>
   [[nodiscard]] HostBuffer<T> enqueue_create_host_buffer(std::size_t count) {
     return HostBuffer<T>(detail::queue_allocate(queue(), detail::MemKind::host_pinned, count, sizeof(T)), count);

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
 
 #include "backends/cpu/block_executor.hpp"
 #include "backends/cpu/cpu_queue.hpp"
@@ -15,6 +14,7 @@
 #include "backends/cpu/operations.hpp"
 #include "backends/cpu/settings.hpp"
 #include "core/errors.hpp"
+#include "core/memory.hpp"
 
 namespace devctx::detail {
 namespace cpu {
@@ -81,7 +81,7 @@ CpuDevice::CpuDevice() : pool_(std::make_shared<Pool>()) {
   info_.max_grid_dim = {2147483647u, 65535, 65535};
   info_.max_shared_bytes_per_block = kSharedLimit;
   info_.warp_size = 32;
-  info_.total_memory_bytes = std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
+  info_.total_memory_bytes = host_memory_bytes();
   pool_->capacity = workers;
   for (std::size_t i = 0; i < workers; ++i) pool_->threads.emplace_back([pool = pool_] { worker_main(*pool); });
   const std::lock_guard lock(pool_->mutex);

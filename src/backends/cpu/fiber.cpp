@@ -120,7 +120,17 @@ _ZN6devctx6detail3cpu7barrierESt15source_location:
   .cfi_startproc
   devctx_save_frame_cfi
   movq %rdi, %rsi                  # site, the second argument of devctx_barrier_decide
-  movq _ZN6devctx6detail3cpu3tlsE@gottpoff(%rip), %r11
+  # tls's offset from %fs through a TLS descriptor, not initial-exec (@gottpoff): a shared
+  # libdevctx must stay loadable by dlopen after other libraries used up the static TLS surplus.
+  # Linked into a program, ld relaxes the pair to the initial-exec load; the call wants the stack
+  # aligned as at any call.
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  leaq _ZN6devctx6detail3cpu3tlsE@tlsdesc(%rip), %rax
+  call *_ZN6devctx6detail3cpu3tlsE@tlscall(%rax)
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  movq %rax, %r11
   movq %fs:0x48(%r11), %rdi        # BarrierState* (ThreadState::barrier_state)
   movq %rsp, %rdx
   subq 32(%rdi), %rdx              # stack_base

@@ -133,7 +133,7 @@ KernelInfo CudaDevice::kernel_info(const KernelLaunch& launch) {
     last_kernel = {info_.id, launch.cuda_function, it->second};
     return it->second;
   }
-  const std::string operation = concat("enqueue_function<", launch.name, '>');
+  const std::string operation = launch_operation(launch.name);
   make_current();
   cudaFuncAttributes a{};
   check(DEVCTX_CUDA(cudaFuncGetAttributes(&a, launch.cuda_function)), *this, operation);
@@ -148,13 +148,13 @@ KernelInfo CudaDevice::kernel_info(const KernelLaunch& launch) {
 
 void CudaDevice::check_kernel_limits(const KernelLaunch& launch) {
   if (launch.cuda_function == nullptr)
-    fail(Errc::not_available, "enqueue_function<", launch.name, "> on ", label(),
+    fail(Errc::not_available, launch_operation(launch.name), " on ", label(),
          ": the kernel has no CUDA code because its source file was compiled without nvcc; add that file to its "
          "target with devctx_add_kernels(<target> <file>) so that nvcc compiles it");
-  if (lost()) throw_lost(*this, concat("enqueue_function<", launch.name, '>'));
+  if (lost()) throw_lost(*this, launch_operation(launch.name));
   const KernelInfo k = kernel_info(launch);
   const LaunchConfig& c = launch.config;
-  auto where = [&] { return concat("enqueue_function<", launch.name, "> on ", label(), ": "); };
+  auto where = [&] { return concat(launch_operation(launch.name), " on ", label(), ": "); };
   if (c.block_dim.volume() > k.max_threads)
     fail(Errc::invalid_launch, where(), "block_dim ", to_string(c.block_dim), " has ", c.block_dim.volume(),
          " threads but this kernel can run at most ", k.max_threads, " threads per block on this device (it uses ",
@@ -172,7 +172,7 @@ void CudaDevice::check_kernel_limits(const KernelLaunch& launch) {
       make_current();
       const std::size_t most = limit - entry.static_shared;
       check(DEVCTX_CUDA(cudaFuncSetAttribute(launch.cuda_function, cudaFuncAttributeMaxDynamicSharedMemorySize, int(most))),
-            *this, [&] { return concat("enqueue_function<", launch.name, '>'); });
+            *this, [&] { return launch_operation(launch.name); });
       entry.dynamic_limit = most;
     }
     last_kernel = {info_.id, launch.cuda_function, entry};

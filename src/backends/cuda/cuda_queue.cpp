@@ -18,13 +18,13 @@
 #include <string_view>
 #include <utility>
 
-#include <unistd.h>
 
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/fill_kernel.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/memory.hpp"
 
 namespace devctx::detail::cuda {
 namespace {
@@ -122,7 +122,7 @@ CudaQueue::~CudaQueue() {
 }
 
 void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
-  const char* operation = kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer";
+  const char* operation = allocation_operation(kind);
   device_->check_alive(operation);
   if (bytes == 0) return nullptr;
   device_->make_current();
@@ -146,13 +146,9 @@ void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
   }
   if (call.status == cudaErrorMemoryAllocation) {
     ignore(call.status);  // reported here, with what the device or the machine has
-    if (kind == MemKind::device)
-      fail(Errc::out_of_memory, operation, " on ", device_->label(), ": cannot allocate ", bytes_text(bytes), " of device memory; ",
-           device_->memory_text());
-    fail(Errc::out_of_memory, operation, " on ", device_->label(), ": cannot allocate ", bytes_text(bytes),
-         " of page-locked host memory; the machine has ",
-         bytes_text(std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE))),
-         " of memory (page-locked memory may also be limited by `ulimit -l`)");
+    if (kind == MemKind::device) throw_out_of_memory(*device_, kind, bytes, "device memory", device_->memory_text());
+    throw_out_of_memory(*device_, kind, bytes, "page-locked host memory",
+                        host_memory_text() + " (page-locked memory may also be limited by `ulimit -l`)");
   }
   check(call, *device_, [&] { return concat(operation, " (", bytes_text(bytes), ')'); });
   return data;
@@ -183,7 +179,7 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
   device_->make_current();
   check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_,
         [&] { return concat("enqueue_copy (", bytes_text(bytes), ')'); });
-  if (dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable) {
+  if (copy_waits_for_host(dst_kind, src_kind)) {
     // Ordinary host memory may be reused as soon as enqueue_copy returns: wait for the copy.
     check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "enqueue_copy");
   }
@@ -245,8 +241,8 @@ void CudaQueue::launch(const KernelLaunch& launch) {
                                                      stream_));
   if (!call.ok()) [[unlikely]] {
     // A sticky error here is the fault of earlier work, not of this launch.
-    if (is_sticky(call.status)) raise(*this, call, concat("enqueue_function<", launch.name, '>'));
-    raise(*device_, call, concat("enqueue_function<", launch.name, "> with grid_dim ", to_string(g), ", block_dim ",
+    if (is_sticky(call.status)) raise(*this, call, launch_operation(launch.name));
+    raise(*device_, call, concat(launch_operation(launch.name), " with grid_dim ", to_string(g), ", block_dim ",
                                  to_string(b), ", shared_bytes ", launch.config.shared_bytes));
   }
   const std::lock_guard lock(names_mutex_);
