@@ -8,7 +8,6 @@
 #endif
 
 #include <cstddef>
-#include <cstdint>
 #include <source_location>
 
 #include <devctx/launch.hpp>
@@ -76,31 +75,31 @@ void* per_thread_storage(std::size_t bytes, std::size_t align);
 inline constexpr std::size_t kWarpSlotBytes = 16;
 
 // ---- checking mode (docs/checking.md): entry points into src/backends/cpu/check -----------------
-// A checked launch marks what its kernel indexes, so that the accessors reach the checker while
-// an unchecked launch pays one test of a value the compiler already holds:
-/// the top bit of a devctx::span's size word (set on the launch's span arguments and its
-/// dynamic_shared spans; span::size() never shows it);
-inline constexpr std::size_t kCheckedSpanBit = std::size_t{1} << (8 * sizeof(std::size_t) - 1);
-/// the top bit of a DEVCTX_SHARED array's address (not a valid address: a path that forgot to
-/// clear it faults at once instead of reaching the wrong memory).
-inline constexpr std::uintptr_t kCheckedSharedBit = std::uintptr_t{1} << (8 * sizeof(std::uintptr_t) - 1);
-
-/// &data[index] of a checked span of `count` elements, once checking mode has seen the access.
+/// True while the calling thread runs kernel code of a checked launch. Every checked accessor
+/// (span[i], a DEVCTX_SHARED array's [i], atomics, the end of a block-level phase) tests it.
+/// Declared const: its value cannot change while a kernel runs (a thread runs one launch's code
+/// from its runner's call to its return), so the compiler may treat every test in a kernel as one
+/// value - and the runners promise that value (launch_kernel.hpp), which removes the tests from
+/// the code of unchecked launches altogether.
+[[nodiscard, gnu::const]] bool in_checked_launch() noexcept;
+/// &data[index] of a span of `count` elements in a checked launch, once the checker has seen it.
 [[nodiscard]] void* checked_span_element(const void* data, std::size_t index, std::size_t count,
                                          std::size_t element_bytes, bool read_only);
-/// &array[index] of a checked DEVCTX_SHARED array (address with kCheckedSharedBit) or row of one.
-[[nodiscard]] void* checked_shared_element(std::uintptr_t array, std::size_t index, std::size_t count,
+/// &array[index] of a DEVCTX_SHARED array (or a row of a two-dimensional one) in a checked launch.
+[[nodiscard]] void* checked_shared_element(const void* array, std::size_t index, std::size_t count,
                                            std::size_t element_bytes);
-/// The (checked) address of row `index` of a checked two-dimensional DEVCTX_SHARED array.
-[[nodiscard]] void* checked_shared_row(std::uintptr_t array, std::size_t index, std::size_t count,
+/// The address of row `index` of a two-dimensional DEVCTX_SHARED array in a checked launch.
+[[nodiscard]] void* checked_shared_row(const void* array, std::size_t index, std::size_t count,
                                        std::size_t row_bytes);
 /// An atomic on `bytes` bytes at `address` in a checked launch.
 void checked_atomic(const void* address, std::size_t bytes);
 /// The end of a block-level phase (its implied barrier) in a checked launch.
 void checked_phase_end();
+/// The running thread returned from the kernel, in a checked launch (the checked runners call it).
+void checked_thread_end();
 /// Called by every block-level phase as it ends.
 inline void phase_end() {
-  if (tls.checker != nullptr) [[unlikely]] checked_phase_end();
+  if (in_checked_launch()) [[unlikely]] checked_phase_end();
 }
 
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.

@@ -19,9 +19,8 @@ std::size_t align_up(std::size_t value, std::size_t align) { return (value + ali
 SharedArena::SharedArena(std::size_t limit)
     : limit_(limit), memory_(new (std::align_val_t{64}) std::byte[2 * stride(limit)]) {}
 
-void SharedArena::enter_launch(std::uint64_t launch_id, std::size_t dynamic_bytes, bool checked) {
+void SharedArena::enter_launch(std::uint64_t launch_id, std::size_t dynamic_bytes) {
   dynamic_bytes_ = dynamic_bytes;
-  mark_ = checked ? kCheckedSharedBit : 0;
   if (launch_ != launch_id) {
     launch_ = launch_id;
     sites_.clear();
@@ -38,14 +37,14 @@ void SharedArena::enter_launch(std::uint64_t launch_id, std::size_t dynamic_byte
 
 void SharedArena::cache(const Site& site) noexcept {
   tls.shared_sites[tls.shared_count] = site.site;
-  tls.shared_addresses[tls.shared_count] = handed_out(base() + site.offset);
+  tls.shared_addresses[tls.shared_count] = base() + site.offset;
   cached_offsets_[tls.shared_count] = site.offset;
   ++tls.shared_count;
 }
 
 void* SharedArena::array(const void* site, std::size_t bytes, std::size_t align) {
   for (const Site& s : sites_)
-    if (s.site == site) return handed_out(base() + s.offset);
+    if (s.site == site) return base() + s.offset;
   const std::size_t offset = align_up(top_, std::max<std::size_t>(align, 16));
   if (offset + bytes > limit_)
     fail(Errc::invalid_launch, "DEVCTX_SHARED arrays (", bytes_text(offset + bytes - align_up(dynamic_bytes_, 64)),
@@ -54,7 +53,7 @@ void* SharedArena::array(const void* site, std::size_t bytes, std::size_t align)
   sites_.push_back({site, offset});
   top_ = offset + bytes;
   if (tls.shared_count < std::size(tls.shared_sites)) cache(sites_.back());
-  return handed_out(base() + offset);
+  return base() + offset;
 }
 
 PerThreadArena::PerThreadArena() : memory_(new (std::align_val_t{64}) std::byte[kPerThreadBytes]) {}

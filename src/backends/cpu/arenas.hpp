@@ -23,9 +23,8 @@ class SharedArena {
 
   /// Starts a range of blocks of launch `launch_id`. Blocks of one launch share their layout; a
   /// new launch starts an empty one. Refills tls's cache of declared arrays, which belongs to
-  /// whichever launch this worker ran last. A `checked` launch gets the arrays' addresses with
-  /// kCheckedSharedBit set (docs/checking.md).
-  void enter_launch(std::uint64_t launch_id, std::size_t dynamic_bytes, bool checked);
+  /// whichever launch this worker ran last.
+  void enter_launch(std::uint64_t launch_id, std::size_t dynamic_bytes);
 
   /// Switches to the other copy for the next block. Consecutive blocks use alternate copies:
   /// block b + 1's first phase then has no memory dependence on block b's last ones (the same
@@ -35,7 +34,7 @@ class SharedArena {
     half_ ^= 1;
     std::byte* const base = this->base();
     tls.dynamic_shared = base;
-    for (unsigned i = 0; i < tls.shared_count; ++i) tls.shared_addresses[i] = handed_out(base + cached_offsets_[i]);
+    for (unsigned i = 0; i < tls.shared_count; ++i) tls.shared_addresses[i] = base + cached_offsets_[i];
   }
 
   /// The current block's shared memory.
@@ -52,10 +51,6 @@ class SharedArena {
   };
 
   [[nodiscard]] static constexpr std::size_t stride(std::size_t limit) { return (limit + 127) / 64 * 64; }
-  /// An array's address as the kernel gets it (marked in a checked launch).
-  [[nodiscard]] void* handed_out(std::byte* address) const noexcept {
-    return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(address) | mark_);
-  }
   void cache(const Site& site) noexcept;
 
   std::size_t limit_;
@@ -66,7 +61,6 @@ class SharedArena {
   std::size_t top_ = 0;      // end of the arrays laid out so far
   std::vector<Site> sites_;  // the current launch's DEVCTX_SHARED layout
   std::uint64_t launch_ = 0;
-  std::uintptr_t mark_ = 0;  // kCheckedSharedBit in a checked launch
 };
 
 /// Storage for a block-level kernel's Block::per_thread<T>() values, emptied at every block.

@@ -57,8 +57,7 @@ void* BlockExecutor::static_shared(const void* site, std::size_t bytes, std::siz
   void* address = shared_.array(site, bytes, align);
   if (checking_ != nullptr) {
     // The site is the declaration's name (DEVCTX_SHARED): checking mode names the array by it.
-    const auto offset = std::size_t((reinterpret_cast<std::uintptr_t>(address) & ~kCheckedSharedBit) -
-                                    reinterpret_cast<std::uintptr_t>(shared_.base()));
+    const auto offset = std::size_t(static_cast<std::byte*>(address) - shared_.base());
     checking_->add_shared_array(static_cast<const char*>(site), offset, bytes);
   }
   return address;
@@ -101,7 +100,7 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   // In a checked launch every arrival at a barrier goes to barrier_decide, which tells the checker:
   // no thread index passes the assembly fast path's test against `last`.
   bs_.last = task.checked ? 0 : bs_.n - 1;
-  shared_.enter_launch(task.launch_id, config.shared_bytes, task.checked);
+  shared_.enter_launch(task.launch_id, config.shared_bytes);
   checking_ = nullptr;
   if (task.checked) {
     if (!checker_) checker_ = std::make_unique<check::Checker>();
@@ -240,8 +239,8 @@ void BlockExecutor::record_current_exception() {
 }
 
 // ---- checking mode's hooks ----------------------------------------------------------------------
-// Reports found where no kernel code can throw them (a block's end, a thread's exit) become the
-// block's failure directly; the block then aborts as after any failure.
+// Reports found where no kernel code can throw them (a block's end, a barrier completed by a
+// thread's exit) become the block's failure directly; the block then aborts as after any failure.
 
 void BlockExecutor::record_check_failure(std::string message) {
   start_aborting();
@@ -265,11 +264,6 @@ void BlockExecutor::check_interval_end_quietly() {
   } catch (const check::Report& r) {
     record_check_failure(r.what());
   }
-}
-
-void BlockExecutor::check_exit(std::uint32_t me) {
-  if (aborting_) return;  // unwinding after a failure is not returning
-  if (auto message = checking_->thread_exit(me)) record_check_failure(std::move(*message));
 }
 
 }  // namespace devctx::detail::cpu

@@ -50,7 +50,7 @@ struct BlockTask {
   /// Distinct for every launch: blocks of one launch share their shared-memory layout.
   std::uint64_t launch_id = 0;
   /// A checked launch (docs/checking.md): its blocks run in one range, through the checked
-  /// runners, with the executor's checker watching; `spans` are its span arguments (marked) and
+  /// runners, with the executor's checker watching; `spans` are its span arguments and
   /// `registry` the device's record of written device memory.
   bool checked = false;
   std::vector<LaunchSpan> spans;
@@ -123,7 +123,6 @@ class BlockExecutor {
   void record_check_failure(std::string message);
   void check_block_end();
   void check_interval_end_quietly();
-  void check_exit(std::uint32_t me);
 
   // cooperative.cpp: the cooperative path.
   static void thread_loop(void* self);

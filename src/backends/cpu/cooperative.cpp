@@ -257,16 +257,12 @@ void BlockExecutor::report_divergence(std::uint32_t me) {
 }
 
 // The thread that kept the plain fiber has finished; nothing resumes that fiber.
-void BlockExecutor::exit_current() {
-  if (checking_ != nullptr) [[unlikely]] check_exit(running_thread());
-  devctx_fiber_jump(leave_block(running_thread()));
-}
+void BlockExecutor::exit_current() { devctx_fiber_jump(leave_block(running_thread())); }
 
 // The C++ half of devctx_fiber_park (fiber.cpp): the running fiber's thread has finished and
 // its frame is saved at `sp`. Returns the frame to resume.
 FiberSp BlockExecutor::park(void* sp) {
   const std::uint32_t me = running_thread();
-  if (checking_ != nullptr) [[unlikely]] check_exit(me);
   Fiber* const f = fibers();
   f[me].sp = sp;
   const std::uint32_t next = me + 1, w = me / 32;

@@ -59,11 +59,10 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string 
   per_part_ = (blocks_ + parts - 1) / parts;
   parts = std::size_t((blocks_ + per_part_ - 1) / per_part_);
   if (checked) {
-    // The copy of the arguments gets its spans marked; the checked runners read them.
     task_.checked = true;
     task_.registry = &registry;
     task_.spans.resize(launch.param_count);
-    task_.spans.resize(launch.cpu_spans(args_.get(), task_.spans.data(), true));
+    task_.spans.resize(launch.cpu_spans(args_.get(), task_.spans.data()));
     task_.launch.cpu_run_block = launch.cpu_run_block_checked;
     task_.launch.cpu_run_thread = launch.cpu_run_thread_checked;
     parts = 1;
@@ -71,7 +70,7 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string 
   } else if (!registry.empty()) {
     // Unchecked code may write checked memory: afterwards, all it could write counts as written.
     writable_.resize(launch.param_count);
-    writable_.resize(launch.cpu_spans(args_.get(), writable_.data(), false));
+    writable_.resize(launch.cpu_spans(args_.get(), writable_.data()));
     std::erase_if(writable_, [](const LaunchSpan& s) { return s.read_only; });
   }
   if (trace_enabled()) trace_start_ = Clock::now();

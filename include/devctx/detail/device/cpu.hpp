@@ -38,14 +38,13 @@ template <class T>
 span<T> dynamic_shared() {
   const auto& s = detail::cpu::tls;
   if (s.mode == detail::cpu::Mode::none) detail::cpu::not_in_kernel("devctx::dynamic_shared");
-  const std::size_t count = s.dynamic_shared_bytes / sizeof(T);
-  return span<T>(reinterpret_cast<T*>(s.dynamic_shared), s.checker != nullptr ? count | detail::cpu::kCheckedSpanBit : count);
+  return span<T>(reinterpret_cast<T*>(s.dynamic_shared), s.dynamic_shared_bytes / sizeof(T));
 }
 
 namespace detail::cpu {
 /// Tells checking mode about an atomic, which it never counts in a race.
 inline void note_atomic(const void* address, std::size_t bytes) {
-  if (tls.checker != nullptr) [[unlikely]] checked_atomic(address, bytes);
+  if (in_checked_launch()) [[unlikely]] checked_atomic(address, bytes);
 }
 }  // namespace detail::cpu
 
@@ -178,9 +177,8 @@ struct SharedElement<T[M]> {
 /// sizeof(name), range-for. It cannot be copied: `auto p = name;` does not compile (write
 /// `T* p = name;`), where it would otherwise copy the array out of shared memory.
 ///
-/// In a checked launch the executor hands out the array's address with kCheckedSharedBit set,
-/// and name[i] goes through checking mode (docs/checking.md); otherwise name[i] costs a test of
-/// that bit of a register, which the compiler moves out of loops.
+/// In a checked launch name[i] goes through checking mode (docs/checking.md); otherwise it costs
+/// a test that the compiler moves out of the kernel's loops.
 template <class T, std::size_t N>
 class SharedArray {
  public:
@@ -192,28 +190,24 @@ class SharedArray {
   SharedArray& operator=(const SharedArray&) = delete;
 
   element_type& operator[](std::size_t i) {
-    const auto self = reinterpret_cast<std::uintptr_t>(this);
-    if (self & kCheckedSharedBit) [[unlikely]] {
+    if (in_checked_launch()) [[unlikely]] {
       if constexpr (std::is_array_v<T>)
-        return *static_cast<element_type*>(checked_shared_row(self, i, N, sizeof(element_type)));
+        return *static_cast<element_type*>(checked_shared_row(elements_, i, N, sizeof(element_type)));
       else
-        return *static_cast<element_type*>(checked_shared_element(self, i, N, sizeof(element_type)));
+        return *static_cast<element_type*>(checked_shared_element(elements_, i, N, sizeof(element_type)));
     }
     return elements_[i];
   }
   const element_type& operator[](std::size_t i) const { return const_cast<SharedArray&>(*this)[i]; }
-  operator array_type&() noexcept { return *reinterpret_cast<array_type*>(first()); }  // NOLINT
-  operator const array_type&() const noexcept { return *reinterpret_cast<const array_type*>(first()); }  // NOLINT
-  [[nodiscard]] element_type* begin() noexcept { return first(); }
-  [[nodiscard]] element_type* end() noexcept { return first() + N; }
-  [[nodiscard]] const element_type* begin() const noexcept { return first(); }
-  [[nodiscard]] const element_type* end() const noexcept { return first() + N; }
+  operator array_type&() noexcept { return reinterpret_cast<array_type&>(elements_); }  // NOLINT
+  operator const array_type&() const noexcept { return reinterpret_cast<const array_type&>(elements_); }  // NOLINT
+  [[nodiscard]] element_type* begin() noexcept { return elements_; }
+  [[nodiscard]] element_type* end() noexcept { return elements_ + N; }
+  [[nodiscard]] const element_type* begin() const noexcept { return elements_; }
+  [[nodiscard]] const element_type* end() const noexcept { return elements_ + N; }
   [[nodiscard]] static constexpr std::size_t size() noexcept { return N; }
 
  private:
-  [[nodiscard]] element_type* first() const noexcept {
-    return reinterpret_cast<element_type*>(reinterpret_cast<std::uintptr_t>(this) & ~kCheckedSharedBit);
-  }
   element_type elements_[N];
 };
 

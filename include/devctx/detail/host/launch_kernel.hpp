@@ -49,28 +49,23 @@ inline __attribute__((always_inline)) void call_block_kernel(const Pack& pack, s
   K(Block{}, pack_get<I>(pack)...);
 }
 
-/// The runner's own copy of the arguments. An unchecked launch clears checking mode's mark from
-/// its spans there: the compiler then knows that no span[i] of the kernel, once inlined, goes
-/// through checking mode, and compiles it as if checking mode did not exist (docs/checking.md).
-template <bool Checked, class... P, std::size_t... I>
-inline __attribute__((always_inline)) ArgPack<P...> runner_args(const void* packed, std::index_sequence<I...>) {
-  ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
-  if constexpr (!Checked) {
-    [[maybe_unused]] auto unmark = [](auto& param) {
-      using Param = std::remove_reference_t<decltype(param)>;
-      if constexpr (is_devctx_span<Param>::value) param = Param(param.data(), param.size());
-    };
-    (unmark(pack_get<I>(pack)), ...);
-  }
-  return pack;
+/// What a runner promises the compiler about checking mode: an unchecked runner only ever runs
+/// unchecked launches, and a checked one checked launches (the executor picks). With the kernel
+/// inlined into the runner (flatten), every accessor's test of in_checked_launch() folds to this
+/// value, so the code of an unchecked launch has no checks at all and compiles as if checking mode
+/// did not exist (docs/checking.md, "Cost").
+template <bool Checked>
+inline __attribute__((always_inline)) void promise_checking() {
+  if (cpu::in_checked_launch() != Checked) __builtin_unreachable();
 }
 
 /// Runs every thread of the current block as a plain loop. If a thread reaches a barrier or a
 /// warp operation, the executor lowers `x_end` (so this loop stops after that thread) and runs
 /// the rest of the block cooperatively.
 template <auto K, bool Checked, class... P>
-void cpu_run_block(const void* packed) {
-  const ArgPack<P...> pack = runner_args<Checked, P...>(packed, std::index_sequence_for<P...>{});
+__attribute__((flatten)) void cpu_run_block(const void* packed) {
+  promise_checking<Checked>();
+  const ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
   cpu::ThreadState& st = cpu::tls;
   const Dim3 dim = st.block_dim;
   for (unsigned z = 0; z < dim.z; ++z) {
@@ -81,6 +76,7 @@ void cpu_run_block(const void* packed) {
       for (unsigned x = 0; x < st.x_end; ++x) {
         st.thread_idx.x = x;
         call_kernel<K>(pack, std::index_sequence_for<P...>{});
+        if constexpr (Checked) cpu::checked_thread_end();
         st.thread_idx.x = x;
       }
       if (st.mode != cpu::Mode::plain) return;
@@ -90,16 +86,17 @@ void cpu_run_block(const void* packed) {
 
 /// Runs the current thread only (cooperative execution: one fiber per thread).
 template <auto K, bool Checked, class... P>
-void cpu_run_thread(const void* packed) {
-  const ArgPack<P...> pack = runner_args<Checked, P...>(packed, std::index_sequence_for<P...>{});
-  call_kernel<K>(pack, std::index_sequence_for<P...>{});
+__attribute__((flatten)) void cpu_run_thread(const void* packed) {
+  promise_checking<Checked>();
+  call_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
+  if constexpr (Checked) cpu::checked_thread_end();
 }
 
 /// Runs a block-level kernel once for the current block.
 template <auto K, bool Checked, class... P>
-void cpu_run_block_level(const void* packed) {
-  const ArgPack<P...> pack = runner_args<Checked, P...>(packed, std::index_sequence_for<P...>{});
-  call_block_kernel<K>(pack, std::index_sequence_for<P...>{});
+__attribute__((flatten)) void cpu_run_block_level(const void* packed) {
+  promise_checking<Checked>();
+  call_block_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
 }
 
 /// A type as written ("devctx::span<const float>"), read from the compiler's description of this
@@ -117,24 +114,23 @@ constexpr std::string_view type_name() {
 
 /// KernelLaunch::cpu_spans for one parameter list.
 template <class... P, std::size_t... I>
-std::size_t cpu_spans(void* packed, LaunchSpan* out, bool mark, std::index_sequence<I...>) {
-  auto& pack = *static_cast<ArgPack<P...>*>(packed);
+std::size_t cpu_spans(const void* packed, LaunchSpan* out, std::index_sequence<I...>) {
+  const auto& pack = *static_cast<const ArgPack<P...>*>(packed);
   std::size_t n = 0;
-  [[maybe_unused]] auto one = [&](auto& param, unsigned argument) {
-    using Param = std::remove_reference_t<decltype(param)>;
+  [[maybe_unused]] auto one = [&](const auto& param, unsigned argument) {
+    using Param = std::remove_cvref_t<decltype(param)>;
     if constexpr (is_devctx_span<Param>::value) {
       using T = typename Param::element_type;
       static constexpr std::string_view type = type_name<Param>();
       out[n++] = {param.data(), param.size(), sizeof(T), argument, type, std::is_const_v<T>};
-      if (mark) param = Param(param.data(), param.size() | cpu::kCheckedSpanBit);
     }
   };
   (one(pack_get<I>(pack), unsigned(I + 1)), ...);
   return n;
 }
 template <class... P>
-std::size_t cpu_spans_of(void* packed, LaunchSpan* out, bool mark) {
-  return cpu_spans<P...>(packed, out, mark, std::index_sequence_for<P...>{});
+std::size_t cpu_spans_of(const void* packed, LaunchSpan* out) {
+  return cpu_spans<P...>(packed, out, std::index_sequence_for<P...>{});
 }
 
 #if defined(__CUDACC__)

@@ -73,12 +73,12 @@ struct KernelLaunch {
   // CPU backend entry points, instantiated per kernel and argument list.
   void (*cpu_run_block)(const void* args) = nullptr;   ///< all threads of the current block
   void (*cpu_run_thread)(const void* args) = nullptr;  ///< the current thread only
-  // The same for a checked launch: its span arguments reach checking mode.
+  // The same for a checked launch (docs/checking.md), whose accessors reach checking mode.
   void (*cpu_run_block_checked)(const void* args) = nullptr;
   void (*cpu_run_thread_checked)(const void* args) = nullptr;
-  /// Writes the launch's span parameters to `out` (room for one per parameter) and returns how
-  /// many there are; with `mark`, also marks them in `args` as spans of a checked launch.
-  std::size_t (*cpu_spans)(void* args, LaunchSpan* out, bool mark) = nullptr;
+  /// Checking mode: writes the launch's span parameters, as found in `args`, to `out` (room for
+  /// one per parameter) and returns how many there are.
+  std::size_t (*cpu_spans)(const void* args, LaunchSpan* out) = nullptr;
   std::size_t param_count = 0;
   // CUDA backend: the trampoline's host stub, and pointers to each packed argument.
   const void* cuda_function = nullptr;            ///< null when not compiled by nvcc

@@ -4,6 +4,7 @@
 // executor's checker with the running thread's rank.
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include <devctx/launch.hpp>
 #include <devctx/detail/cpu_state.hpp>
@@ -18,43 +19,32 @@ std::uint32_t running_rank() noexcept {
   return t.x + d.x * (t.y + d.y * t.z);
 }
 
-std::byte* element(const void* base, std::size_t index, std::size_t bytes) noexcept {
-  return const_cast<std::byte*>(static_cast<const std::byte*>(base)) + index * bytes;
-}
-
 }  // namespace
 
-// A marked span or array reached outside its launch (a kernel that kept one in device memory
-// for a later launch) is used as it is: there is no checker to tell.
+bool in_checked_launch() noexcept { return tls.checker != nullptr; }
+
+// The accessors call these only in a checked launch: tls.checker is set.
 
 void* checked_span_element(const void* data, std::size_t index, std::size_t count, std::size_t element_bytes,
                            bool read_only) {
-  check::Checker* checker = tls.checker;
-  if (checker == nullptr) return element(data, index, element_bytes);
-  return checker->span_element(running_rank(), data, index, count, element_bytes, read_only);
+  return tls.checker->span_element(running_rank(), data, index, count, element_bytes, read_only);
 }
 
-void* checked_shared_element(std::uintptr_t array, std::size_t index, std::size_t count, std::size_t element_bytes) {
-  const auto* base = reinterpret_cast<const void*>(array & ~kCheckedSharedBit);
-  check::Checker* checker = tls.checker;
-  if (checker == nullptr) return element(base, index, element_bytes);
-  return checker->shared_element(running_rank(), base, index, count, element_bytes);
+void* checked_shared_element(const void* array, std::size_t index, std::size_t count, std::size_t element_bytes) {
+  return tls.checker->shared_element(running_rank(), array, index, count, element_bytes);
 }
 
-void* checked_shared_row(std::uintptr_t array, std::size_t index, std::size_t count, std::size_t row_bytes) {
-  const auto* base = reinterpret_cast<const void*>(array & ~kCheckedSharedBit);
-  check::Checker* checker = tls.checker;
-  void* row = checker != nullptr ? checker->shared_row(base, index, count, row_bytes) : element(base, index, row_bytes);
-  // Marked again: the row's own elements are checked when they are indexed.
-  return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(row) | kCheckedSharedBit);
+void* checked_shared_row(const void* array, std::size_t index, std::size_t count, std::size_t row_bytes) {
+  return tls.checker->shared_row(array, index, count, row_bytes);
 }
 
-void checked_atomic(const void* address, std::size_t bytes) {
-  if (check::Checker* checker = tls.checker; checker != nullptr) checker->atomic(running_rank(), address, bytes);
-}
+void checked_atomic(const void* address, std::size_t bytes) { tls.checker->atomic(running_rank(), address, bytes); }
 
-void checked_phase_end() {
-  if (check::Checker* checker = tls.checker; checker != nullptr) checker->barrier_complete();
+void checked_phase_end() { tls.checker->barrier_complete(); }
+
+void checked_thread_end() {
+  // Throwing here, after the kernel returned, fails the block as a report from the kernel would.
+  if (auto divergence = tls.checker->thread_exit(running_rank())) throw check::Report(std::move(*divergence), false);
 }
 
 }  // namespace devctx::detail::cpu
