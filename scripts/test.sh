@@ -36,3 +36,22 @@ echo "== CMake routes, shared library, pkg-config and Conan (tests/consumers/run
 cuda_build=()
 [ "${configs[0]}" = cuda ] && cuda_build=(build-test-cuda)
 bash tests/consumers/run.sh build-test-consumers build-test-cpu "${cuda_build[@]}"
+
+# ---- step 5: fuzzing (docs/fuzzing.md) ----------------------------------------------------------------
+# The differential fuzzer ran above (ctest label fuzz). Here: devctx built by clang with ASan and
+# UBSan in its own build directory, the checked-in corpus replayed, then a bounded libFuzzer run
+# (DEVCTX_FUZZ_SECONDS, default 60). A failing input is left in build-test-fuzz/tests/fuzz_artifacts.
+echo "== libFuzzer harness (clang, ASan + UBSan, ${DEVCTX_FUZZ_SECONDS:-60} s)"
+cmake -S . -B build-test-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DDEVCTX_ENABLE_CUDA=OFF -DDEVCTX_BUILD_FUZZERS=ON -DDEVCTX_FUZZ_SECONDS="${DEVCTX_FUZZ_SECONDS:-60}" \
+  -DDEVCTX_BUILD_BENCH=OFF -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF >/dev/null
+cmake --build build-test-fuzz -j "$jobs" --target devctx_fuzz_libfuzzer
+ctest --test-dir build-test-fuzz --output-on-failure -L libfuzzer
+
+# ---- step 6: the Python package (python/, issue 12) ----------------------------------------------
+# `pip install ./python` into a virtual environment of Debian's python3, then its pytest suite:
+# NumPy zero-copy round trips and the Python API on the CPU backend (GPU tests skip here). Built
+# CPU-only to keep this step short; tools/gpu-check.sh builds and runs it with CUDA on a GPU.
+echo "== the Python package (pip install ./python; pytest python/tests)"
+DEVCTX_PIP_ARGS="--config-settings=cmake.define.DEVCTX_ENABLE_CUDA=OFF ${DEVCTX_PIP_ARGS:-}" \
+  bash scripts/python-test.sh build-python/venv

@@ -26,6 +26,21 @@ class DeviceBuffer;
 template <class T>
 class HostBuffer;
 
+/// A buffer's memory after DeviceBuffer::release() or HostBuffer::release(): devctx no longer
+/// frees it; its new owner does, by calling `free(owner)` exactly once. That call never blocks
+/// and never throws; it frees the memory as the buffer's destructor would have: in stream order,
+/// after all the work devctx had enqueued on it, on every devctx stream that used it. Work the
+/// new owner enqueued on the memory elsewhere must have finished (or been ordered before a
+/// devctx stream that used it) when it calls `free`. Do not call it from a CUDA stream
+/// callback (it calls the CUDA runtime). The device stays open until `free` is called.
+template <class T>
+struct ReleasedBuffer {
+  T* data = nullptr;
+  std::size_t size = 0;                     ///< elements
+  void* owner = nullptr;                    ///< devctx's record of the memory, for `free`
+  void (*free)(void* owner) noexcept = nullptr;
+};
+
 namespace detail {
 /// What enqueue_copy reads of a HostBuffer or HostSlice: its address without the host-access
 /// check (enqueueing more work on a buffer is not touching it).
@@ -35,6 +50,18 @@ struct HostRaw {
     return s.data_;
   }
 };
+
+/// The `free` of a ReleasedBuffer: the stream-ordered release of the record.
+inline void free_released(void* owner) noexcept { AllocationReleaser{}(static_cast<Allocation*>(owner)); }
+
+template <class T>
+ReleasedBuffer<T> release_buffer(AllocationPtr& allocation, T*& data, std::size_t& size, const char* what) {
+  if (!allocation) throw_invalid_handle(what);
+  ReleasedBuffer<T> out{data, size, allocation.release(), &free_released};
+  data = nullptr;
+  size = 0;
+  return out;
+}
 
 inline void check_slice(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
   const auto end = checked_add(offset, count);
@@ -128,6 +155,13 @@ class DeviceBuffer {
   /// The kernel's view of the buffer.
   [[nodiscard]] devctx::span<T> span() noexcept { return {data_, size_}; }
   [[nodiscard]] devctx::span<const T> span() const noexcept { return {data_, size_}; }
+
+  /// Hands the memory to another owner, who frees it with the result's `free` (see
+  /// ReleasedBuffer); this buffer becomes empty. Throws devctx::Error (invalid_handle) on a
+  /// moved-from buffer. Slices of the buffer stay valid until `free` is called.
+  [[nodiscard]] ReleasedBuffer<T> release() {
+    return detail::release_buffer(allocation_, data_, size_, "a moved-from or default-constructed DeviceBuffer: it owns no memory");
+  }
 
  private:
   detail::AllocationPtr allocation_;
@@ -242,6 +276,12 @@ class HostBuffer {
   [[nodiscard]] HostSlice<const T> as_slice() const {
     if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed HostBuffer: it owns no memory");
     return {allocation_.get(), data_, size_};
+  }
+
+  /// As DeviceBuffer::release(): the memory goes to another owner, who frees it with `free`.
+  [[nodiscard]] ReleasedBuffer<T> release() {
+    gate_ = nullptr;  // the memory's new owner is not checked
+    return detail::release_buffer(allocation_, data_, size_, "a moved-from or default-constructed HostBuffer: it owns no memory");
   }
 
  private:

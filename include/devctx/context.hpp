@@ -10,9 +10,11 @@
 
 namespace devctx {
 
+class DeviceContext;
 namespace detail {
 class ContextImpl;
-}
+[[nodiscard]] Stream context_wrap_native_stream(DeviceContext& context, void* native);
+}  // namespace detail
 
 /// How a DeviceContext is set up beyond its device: `DeviceContext ctx{Api::cpu, 0, {.check = true}};`
 struct ContextOptions {
@@ -66,6 +68,7 @@ class DeviceContext : public StreamRef {
   void synchronize();
 
  private:
+  friend Stream detail::context_wrap_native_stream(DeviceContext& context, void* native);
   [[nodiscard]] detail::ContextImpl& impl() const;
   std::unique_ptr<detail::ContextImpl> impl_;
 };

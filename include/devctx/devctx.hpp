@@ -4,7 +4,9 @@
 //
 // Host side: DeviceContext (context.hpp), DeviceBuffer / HostBuffer (buffer.hpp), Stream and
 // the enqueue verbs (stream.hpp), Event (event.hpp), LaunchConfig / Dim3 (launch.hpp),
-// DeviceInfo (device_info.hpp), Error (error.hpp).
+// DeviceInfo (device_info.hpp), Error (error.hpp); native CUDA handles, foreign streams and
+// DeviceView of foreign memory (interop.hpp, device_view.hpp). DLPack: <devctx/dlpack.hpp>,
+// included separately (it needs <dlpack/dlpack.h>).
 // Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp) and the
 // block-level kernel form (block.hpp).
 // DEVCTX_VERSION_MAJOR / _MINOR / _PATCH / _STRING (version.hpp).
@@ -14,8 +16,10 @@
 #include <devctx/buffer.hpp>
 #include <devctx/context.hpp>
 #include <devctx/device_info.hpp>
+#include <devctx/device_view.hpp>
 #include <devctx/error.hpp>
 #include <devctx/event.hpp>
+#include <devctx/interop.hpp>
 #include <devctx/kernel.hpp>
 #include <devctx/launch.hpp>
 #include <devctx/span.hpp>

@@ -51,8 +51,12 @@ class StreamRef {
   /// Copies `src` into `dst`. Each may be a DeviceBuffer, HostBuffer, a slice of either, or
   /// ordinary host memory (std::span, std::vector, std::array). Element types must match
   /// (compile time) and sizes must be equal, else devctx::Error (size_mismatch) and nothing is
-  /// enqueued. With ordinary host memory on either side the call returns only once that memory
-  /// has been read or written, so it may be reused at once; otherwise it returns immediately.
+  /// enqueued. The two sides must not share memory (two overlapping slices of one buffer, a
+  /// buffer onto itself): no backend copies overlapping ranges as memmove would, so such a copy
+  /// throws devctx::Error (invalid_argument) naming both ranges and enqueues nothing; copy
+  /// through a second buffer. With ordinary host memory on either side the call returns only
+  /// once that memory has been read or written, so it may be reused at once; otherwise it
+  /// returns immediately.
   template <class Dst, class Src>
   void enqueue_copy(Dst&& dst, Src&& src) {
     constexpr bool dst_ok = detail::is_endpoint_v<std::remove_reference_t<Dst>>;

@@ -17,11 +17,17 @@ void Allocation::note_use(QueueImpl& queue) {
 }
 
 void Allocation::release() noexcept {
+  if (external_ && !on_release_) return;  // nothing to free and no one to tell
   // Other queues may still have work on this memory: make the home queue wait for them first.
   // If that ordering cannot be set up (the device failed), leaking is safer than a use-after-free.
   try {
     for (const auto& user : other_users_) {
       if (const auto q = user.lock()) home_->wait_for(q->record_event());
+    }
+    if (external_) {
+      // Not devctx's memory: tell its owner, once the work devctx enqueued on it has finished.
+      if (on_release_) home_->device().defer_release(home_->record_event(), std::move(on_release_));
+      return;
     }
   } catch (...) {
     return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,9 +17,18 @@ namespace devctx::detail {
 
 class Allocation {
  public:
+  Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind) noexcept
+      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind) {}
+  /// A HostBuffer's record in a checked context, with checking mode's guard of host access.
   Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind,
-             std::unique_ptr<HostGuard> guard = nullptr) noexcept
+             std::unique_ptr<HostGuard> guard) noexcept
       : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind), guard_(std::move(guard)) {}
+  /// A record of memory devctx did not allocate (DeviceView): release() never frees it; it
+  /// runs `on_release` (if any) once devctx's work on the memory has finished.
+  Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind,
+             std::function<void()> on_release) noexcept
+      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind), external_(true),
+        on_release_(std::move(on_release)) {}
 
   [[nodiscard]] void* data() const noexcept { return data_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
@@ -36,6 +46,8 @@ class Allocation {
   void* data_;
   std::size_t bytes_;
   MemKind kind_;
+  bool external_ = false;
+  std::function<void()> on_release_;
   std::mutex users_mutex_;
   std::vector<std::weak_ptr<QueueImpl>> other_users_;
   std::unique_ptr<HostGuard> guard_;

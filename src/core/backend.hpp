@@ -5,9 +5,15 @@
 // only well-formed work. Nothing here knows about CUDA.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
@@ -25,6 +31,8 @@ class EventImpl {
   [[nodiscard]] virtual bool query() = 0;
   /// Milliseconds from `start` to this event; both have been reached.
   [[nodiscard]] virtual double elapsed_ms_since(EventImpl& start) = 0;
+  /// The backend's own handle (a cudaEvent_t on CUDA), or null when the backend has none.
+  [[nodiscard]] virtual void* native_handle() const noexcept { return nullptr; }
 
   // Checking mode (host_access.hpp): the event's queue and its ticket there, when checked.
   std::shared_ptr<QueueWatch> watch;
@@ -60,6 +68,8 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
   virtual void synchronize() = 0;
   [[nodiscard]] virtual std::shared_ptr<EventImpl> record_event() = 0;
   virtual void wait_for(const std::shared_ptr<EventImpl>& event) = 0;
+  /// The backend's own handle (a cudaStream_t on CUDA), or null when the backend has none.
+  [[nodiscard]] virtual void* native_handle() const noexcept { return nullptr; }
 
  private:
   DeviceImpl& device_;
@@ -75,8 +85,31 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// maximum block size on CUDA). Throws Error(invalid_launch). Default: nothing more to check.
   virtual void check_kernel_limits(const KernelLaunch& /*launch*/) {}
 
+  /// A queue over a native stream made elsewhere (a cudaStream_t on CUDA), which it never
+  /// destroys. Throws Error(not_available) on a backend without native streams (the default).
+  [[nodiscard]] virtual std::shared_ptr<QueueImpl> wrap_native_queue(void* native);
+  /// Checks that [data, data + bytes) is memory kernels on this device can use; throws
+  /// Error(invalid_argument or wrong_device) naming `operation` and what the memory is
+  /// instead. Default: every address is fine (the CPU backend's device memory is host memory).
+  virtual void check_device_memory(const void* /*data*/, std::size_t /*bytes*/, std::string_view /*operation*/) const {}
+
+  /// Runs `release` once `after` has been reached, on a thread that calls into devctx (the next
+  /// synchronize of this device's work, or the creation of a view, or a context's end), never
+  /// inside a backend's callback: a release may call other libraries and take their locks.
+  /// Never throws: when it cannot be remembered, it is dropped (leaked) rather than run early.
+  void defer_release(std::shared_ptr<EventImpl> after, std::function<void()> release) noexcept;
+  /// Runs the deferred releases whose events have been reached. Never throws.
+  void run_finished_releases() noexcept;
+
   /// "cpu:0 (CPU, 2 threads: AMD EPYC)" - how messages name the device.
   [[nodiscard]] std::string label() const;
+
+ private:
+  // Deferred releases hold their event, and so their queue and this device: a device with
+  // releases pending stays open until they have run (the next context on it runs them).
+  std::mutex releases_mutex_;
+  std::vector<std::pair<std::shared_ptr<EventImpl>, std::function<void()>>> releases_;
+  std::atomic<std::size_t> pending_releases_{0};
 };
 
 // ---- backend entry points (each backend folder defines its own) ------------------------------

@@ -99,9 +99,17 @@ class ContextImpl {
   [[nodiscard]] QueueImpl& queue() const { return *queue_; }
   [[nodiscard]] bool checking() const noexcept { return checking_; }
 
-  Stream create_stream() {
-    auto queue = device_->create_queue();
-    if (checking_) queue->enable_checking();
+  ContextImpl(const ContextImpl&) = delete;
+  ContextImpl& operator=(const ContextImpl&) = delete;
+  // Never blocks: view releases whose work has finished run now, the others at the device's
+  // next synchronize.
+  ~ContextImpl() { device_->run_finished_releases(); }
+
+  Stream create_stream() { return adopt(device_->create_queue()); }
+  Stream wrap_native_stream(void* native) { return adopt(device_->wrap_native_queue(native)); }
+
+  Stream adopt(std::shared_ptr<QueueImpl> queue) {
+    if (checking_) queue->enable_checking();  // a checked context's streams are checked
     const std::lock_guard lock(mutex_);
     std::erase_if(streams_, [](const auto& s) { return s.expired(); });
     streams_.push_back(queue);
@@ -120,13 +128,14 @@ class ContextImpl {
     std::exception_ptr first;
     auto sync = [&](QueueImpl& q) {
       try {
-        queue_synchronize(q);
+        synchronize_observed(q);
       } catch (...) {
         if (!first) first = std::current_exception();
       }
     };
     sync(*queue_);
     for (const auto& q : streams) sync(*q);
+    device_->run_finished_releases();
     if (first) std::rethrow_exception(first);
   }
 
@@ -137,6 +146,10 @@ class ContextImpl {
   std::mutex mutex_;
   std::vector<std::weak_ptr<QueueImpl>> streams_;
 };
+
+Stream context_wrap_native_stream(DeviceContext& context, void* native) {
+  return context.impl().wrap_native_stream(native);
+}
 
 }  // namespace detail
 
@@ -185,6 +198,7 @@ void DeviceContext::synchronize() { impl().synchronize(); }
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
   detail::event_synchronize(*impl_);
+  impl_->device().run_finished_releases();
 }
 
 bool Event::query() const {

@@ -2,7 +2,9 @@
 // launch, synchronize, events): every request is validated here - sizes, devices, launch
 // limits, size arithmetic - and only well-formed work reaches a backend. Each refusal throws
 // before anything is enqueued.
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -49,6 +51,37 @@ HostGuard* host_guard_of(const MemRef& ref) {
   return ref.kind == MemKind::host_pinned && ref.allocation != nullptr ? ref.allocation->host_guard() : nullptr;
 }
 
+/// Refuses a copy whose two sides share memory. Neither backend copies overlapping ranges as
+/// memmove would: cudaMemcpyAsync does not promise it, and the CPU backend copies chunks in
+/// parallel. So the rule is one for every backend, checked here before any of them.
+void check_no_overlap(const QueueImpl& queue, const MemRef& dst, const MemRef& src, std::size_t bytes,
+                      std::size_t element_bytes) {
+  const auto d = reinterpret_cast<std::uintptr_t>(dst.data), s = reinterpret_cast<std::uintptr_t>(src.data);
+  const std::uintptr_t low = std::min(d, s), distance = std::max(d, s) - low;
+  if (distance >= bytes) return;
+  // Element ranges counted from the start of the buffer that holds both sides when there is
+  // one (slices of one buffer), else from the lower of the two starts.
+  std::uintptr_t origin = low;
+  const char* counted = "of the same host memory, counted from the lower start,";
+  for (const Allocation* a : {dst.allocation, src.allocation}) {
+    if (a == nullptr) continue;
+    const auto begin = reinterpret_cast<std::uintptr_t>(a->data());
+    if (begin <= low) {
+      origin = begin;
+      counted = "of one buffer";
+      break;
+    }
+  }
+  auto range = [&](std::uintptr_t p) {
+    const std::size_t first = (p - origin) / element_bytes;
+    return concat("elements [", first, ", ", first + dst.count, ")");
+  };
+  fail(Errc::invalid_argument, "enqueue_copy on ", queue.device().label(), ": the destination ", dst.what, " (",
+       range(d), ") and the source ", src.what, " (", range(s), ") ", counted,
+       " overlap; no backend copies overlapping ranges, so the two sides of a copy must not share memory "
+       "(copy through a second buffer)");
+}
+
 /// x * y * z, or nullopt when it does not fit.
 std::optional<std::size_t> volume(const Dim3& d) {
   const auto xy = checked_mul(d.x, d.y);
@@ -65,6 +98,7 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
          dst.count, " elements of ", element_bytes, " bytes but the source ", src.what, " has ", src.count,
          " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_copy", dst, element_bytes);
+  check_no_overlap(queue, dst, src, bytes, element_bytes);
   // A buffer of another device is host memory here (checked above), copied synchronously like
   // pageable memory, so only buffers of this device need their frees ordered after this copy.
   note_use_if_local(queue, dst.allocation);
@@ -122,6 +156,13 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
       fail(Errc::wrong_device, where(), "argument ", i + 1, " is a DeviceBuffer of ", a->device().label(),
            "; a kernel can only use buffers of the device it runs on");
   }
+  // A span made from a raw pointer: the backend checks it is memory of this device (on CUDA,
+  // host memory is refused here rather than faulting in the kernel).
+  if (launch.spans != nullptr)
+    for (std::size_t i = 0; i < launch.buffer_count; ++i)
+      if (launch.span_bytes[i] > 0)
+        device.check_device_memory(launch.spans[i], launch.span_bytes[i],
+                                   concat(launch_operation(launch.name), " argument ", i + 1, " (a devctx::span)"));
   device.check_kernel_limits(launch);
   for (std::size_t i = 0; i < launch.buffer_count; ++i)
     if (launch.buffers[i] != nullptr) launch.buffers[i]->note_use(queue);
@@ -129,16 +170,12 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
 }
 
 void queue_synchronize(QueueImpl& queue) {
-  if (!queue.checking()) return queue.synchronize();
-  // Whatever was enqueued before the call has finished once it returns, failed or not.
-  const std::uint64_t enqueued = queue.watch()->issued();
-  try {
-    queue.synchronize();
-  } catch (...) {
-    queue.watch()->observe(enqueued);
-    throw;
-  }
-  queue.watch()->observe(enqueued);
+  // Views of foreign memory whose work is done tell their owners now, whether or not it failed.
+  struct RunReleases {
+    DeviceImpl& device;
+    ~RunReleases() { device.run_finished_releases(); }
+  } run_releases{queue.device()};
+  synchronize_observed(queue);
 }
 
 std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) {

@@ -63,6 +63,18 @@ void HostGuard::check(const char* access) {
        "event recorded after that work (devctx checking mode)");
 }
 
+void synchronize_observed(QueueImpl& queue) {
+  if (!queue.checking()) return queue.synchronize();
+  const std::uint64_t enqueued = queue.watch()->issued();
+  try {
+    queue.synchronize();
+  } catch (...) {
+    queue.watch()->observe(enqueued);
+    throw;
+  }
+  queue.watch()->observe(enqueued);
+}
+
 void event_reached(const EventImpl& event) {
   if (event.watch) event.watch->observe(event.ticket);
 }

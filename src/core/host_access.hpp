@@ -22,6 +22,7 @@
 namespace devctx::detail {
 
 class EventImpl;
+class QueueImpl;
 
 /// What the host has waited for on one queue.
 class QueueWatch {
@@ -75,8 +76,11 @@ class HostGuard : public HostAccessGate {
   std::vector<Entry> entries_;
 };
 
-// The host's waits on events, which tell a checked queue's watch what the host has seen finish
-// (core's Event and elapsed_ms call these; queue waits are in enqueue.cpp).
+// The host's waits, which tell a checked queue's watch what the host has seen finish (core's
+// synchronize, Event and elapsed_ms call these).
+/// queue.synchronize(), counting everything enqueued before the call observed even when the wait
+/// throws (the work has finished; it failed).
+void synchronize_observed(QueueImpl& queue);
 /// Event::synchronize(): waits, and counts the event reached even when the wait throws (the work
 /// has finished; it failed).
 void event_synchronize(EventImpl& event);

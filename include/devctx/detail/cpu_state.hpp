@@ -59,7 +59,7 @@ struct ThreadState {
 
 extern constinit thread_local ThreadState tls;
 
-// Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber.cpp).
+// Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber_x86_64.cpp or cooperative.cpp).
 /// `site`: where the kernel called devctx::barrier(), which checking mode compares.
 void barrier(std::source_location site);
 /// Publishes `bytes` bytes of this lane's value to its warp and waits for the whole warp.

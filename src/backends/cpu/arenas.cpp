@@ -17,7 +17,7 @@ std::size_t align_up(std::size_t value, std::size_t align) { return (value + ali
 }  // namespace
 
 SharedArena::SharedArena(std::size_t limit)
-    : limit_(limit), memory_(new (std::align_val_t{64}) std::byte[2 * stride(limit)]) {}
+    : limit_(limit), memory_(cache_line_bytes(2 * stride(limit))) {}
 
 void SharedArena::enter_launch(std::uint64_t launch_id, std::size_t dynamic_bytes) {
   dynamic_bytes_ = dynamic_bytes;
@@ -56,7 +56,7 @@ void* SharedArena::array(const void* site, std::size_t bytes, std::size_t align)
   return base() + offset;
 }
 
-PerThreadArena::PerThreadArena() : memory_(new (std::align_val_t{64}) std::byte[kPerThreadBytes]) {}
+PerThreadArena::PerThreadArena() : memory_(cache_line_bytes(kPerThreadBytes)) {}
 
 void* PerThreadArena::allocate(std::size_t bytes, std::size_t align) {
   const std::size_t offset = align_up(top_, std::max<std::size_t>(align, 64));

@@ -6,11 +6,25 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include <devctx/detail/cpu_state.hpp>
 
 namespace devctx::detail::cpu {
+
+/// Releases what cache_line_bytes allocated with the aligned operator delete[] that matches its
+/// aligned new (std::default_delete<std::byte[]> would call the unaligned one: undefined
+/// behaviour, which AddressSanitizer reports as new-delete-type-mismatch).
+struct CacheLineDelete {
+  void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
+};
+using CacheLineBytes = std::unique_ptr<std::byte[], CacheLineDelete>;
+
+/// `bytes` bytes aligned to a cache line (64 bytes): per-worker memory that blocks write often.
+[[nodiscard]] inline CacheLineBytes cache_line_bytes(std::size_t bytes) {
+  return CacheLineBytes(new (std::align_val_t{64}) std::byte[bytes]);
+}
 
 /// One worker's shared memory: the launch's dynamic shared memory first, then the DEVCTX_SHARED
 /// arrays in the order the launch's blocks first declare them (keyed by declaration site). The
@@ -54,7 +68,7 @@ class SharedArena {
   void cache(const Site& site) noexcept;
 
   std::size_t limit_;
-  std::unique_ptr<std::byte[]> memory_;  // two copies of `limit_` bytes (alternate blocks)
+  CacheLineBytes memory_;  // two copies of `limit_` bytes (alternate blocks)
   unsigned half_ = 0;
   std::size_t cached_offsets_[4] = {};  // offsets of the arrays cached in tls.shared_addresses
   std::size_t dynamic_bytes_ = 0;
@@ -74,7 +88,7 @@ class PerThreadArena {
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t align);
 
  private:
-  std::unique_ptr<std::byte[]> memory_;
+  CacheLineBytes memory_;
   std::size_t top_ = 0;
 };
 

@@ -85,7 +85,7 @@ BlockExecutor& BlockExecutor::of_this_thread() noexcept { return *this_thread_ex
 BlockExecutor::BlockExecutor(std::size_t stack_bytes, std::size_t shared_limit)
     : stacks_(stack_bytes, kMaxBlockThreads + 1),
       shared_(shared_limit),
-      warp_slots_(new (std::align_val_t{64}) std::byte[32 * 32 * kWarpSlotBytes]) {
+      warp_slots_(cache_line_bytes(32 * 32 * kWarpSlotBytes)) {
   // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
   fiber_storage_.reset(new Fiber[kMaxBlockThreads + kPrefetchAhead]);
   bs_.fibers = fiber_storage_.get();
@@ -182,7 +182,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         tls.mode = Mode::plain;
         cooperative_ = false;
         set_fast(false);
-        devctx_fiber_launch(&scheduler_sp_, stacks_.top(0), &plain_entry, this);
+        fiber_launch(&scheduler_sp_, stacks_.stack(0), &plain_entry, this);
       }
       if (checking_ != nullptr && !failed_) check_block_end();
       (cooperative_ ? result.cooperative : result.plain) += 1;
@@ -207,7 +207,7 @@ void BlockExecutor::plain_entry(void* self) {
   } catch (...) {
     e->record_current_exception();
   }
-  if (!e->cooperative_) devctx_fiber_jump(e->scheduler_sp_);  // the whole block ran as a loop
+  if (!e->cooperative_) fiber_jump(e->scheduler_sp_);  // the whole block ran as a loop
   e->exit_current();
 }
 

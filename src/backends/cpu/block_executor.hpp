@@ -100,10 +100,18 @@ class BlockExecutor {
                                       const std::atomic<bool>& stop, bool want_why);
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
-  /// The decision half of devctx::barrier() on the CPU (see barrier_decide in cooperative.cpp).
+#if DEVCTX_FIBER_FAST_BARRIER
+  /// The C++ half of the assembly barrier() (see barrier_decide in cooperative.cpp); `site` is
+  /// where the kernel called it (checking mode compares them).
   inline void* barrier_decide(void* sp, std::source_location site);
-  /// The decision half of devctx_fiber_park (see thread_loop in cooperative.cpp).
+  /// The C++ half of the assembly devctx_fiber_park (see thread_loop in cooperative.cpp).
   [[nodiscard]] FiberSp park(void* sp);
+#else
+  /// devctx::barrier() without the assembly fast path (see barrier_arrive in cooperative.cpp).
+  void arrive_at_barrier(std::source_location site);
+  /// devctx_fiber_park without the assembly (see thread_loop in cooperative.cpp).
+  void park_thread();
+#endif
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
@@ -133,6 +141,8 @@ class BlockExecutor {
   [[nodiscard]] std::uint32_t running_thread() const;
   [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
+  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me);
+  [[nodiscard]] FiberSp park_target(std::uint32_t me);
   [[nodiscard]] FiberSp next_target(std::uint32_t me);
   [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
   void prefetch_ahead(std::uint32_t j) const;
@@ -177,7 +187,7 @@ class BlockExecutor {
   std::uint32_t warp_live_[32] = {};
   std::uint32_t warp_arrived_[32] = {};
   std::uint32_t warp_gen_[32] = {};
-  std::unique_ptr<std::byte[]> warp_slots_;  // 32 warps x 32 lanes x kWarpSlotBytes
+  CacheLineBytes warp_slots_;  // 32 warps x 32 lanes x kWarpSlotBytes
 };
 
 }  // namespace devctx::detail::cpu

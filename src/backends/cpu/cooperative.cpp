@@ -11,7 +11,7 @@ namespace devctx::detail::cpu {
 
 // A cooperative thread's fiber runs this loop: one GPU thread per iteration, the same thread
 // index in each block of the range. Between two iterations the fiber is parked
-// (devctx_fiber_park, fiber.cpp); run_parked() resumes it for the next block exactly as a
+// (devctx_fiber_park); run_parked() resumes it for the next block exactly as a
 // barrier resumes a waiting thread, so starting and ending a thread costs about as much as one
 // barrier.
 //
@@ -77,7 +77,7 @@ void BlockExecutor::run_parked() {
   advance_gen(2);
   Fiber* const f = fibers();
   for (std::uint32_t j = 0; j < parked_from_; ++j) {  // not run yet in this range: start afresh
-    f[j].sp = fiber_prepare(stacks_.top(j + 1), &thread_loop, this);
+    f[j].sp = fiber_prepare(stacks_.stack(j + 1), &thread_loop, this);
     f[j].idx = thread_coords(j);
   }
   parked_from_ = 0;
@@ -96,7 +96,7 @@ void BlockExecutor::run_parked() {
   }
   prefetch_ahead(0);
   tls.thread_idx = f[0].idx;
-  devctx_fiber_switch(&scheduler_sp_, f[0].sp);
+  fiber_switch(&scheduler_sp_, f[0].sp);
 }
 
 void BlockExecutor::go_cooperative(const char* cause) {
@@ -140,8 +140,15 @@ void BlockExecutor::go_cooperative(const char* cause) {
 // running thread off the stack pointer, rather than from a variable the previous switch wrote,
 // keeps a store-to-load round trip off the critical path of every barrier.
 [[gnu::always_inline]] inline std::uint32_t BlockExecutor::running_thread() const {
+#if defined(__x86_64__)
   std::uintptr_t sp;
   asm("movq %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+  std::uintptr_t sp;
+  asm("mov %0, sp" : "=r"(sp));
+#else
+  const auto sp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+#endif
   const auto stack = std::uint32_t((sp - bs_.stack_base) >> bs_.shift);
   return stack != 0 ? stack - 1 : bs_.first;
 }
@@ -154,9 +161,10 @@ void BlockExecutor::go_cooperative(const char* cause) {
   }
 }
 
-// The C++ half of devctx::detail::cpu::barrier() (fiber.cpp): `sp` is the caller's suspended
-// frame. Returns the frame to resume - `sp` itself if the caller goes on.
-[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp, std::source_location site) {
+// Counts the calling thread in at the current barrier, called from `site`, and chooses where to
+// go on: returns the fiber to resume, with `me` set to the caller's thread, which now waits at the
+// barrier; or nullptr if the caller goes on (it was the last to arrive and released the others).
+[[gnu::always_inline]] inline FiberSp BlockExecutor::barrier_arrive(std::uint32_t& me, std::source_location site) {
   if (!bs_.fast) [[unlikely]] {
     if (tls.mode == Mode::block_level)
       fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
@@ -171,12 +179,11 @@ void BlockExecutor::go_cooperative(const char* cause) {
     if (checking_ != nullptr) [[unlikely]] checking_->barrier_complete();
     bs_.remaining = bs_.live;
     advance_gen(1);
-    return sp;
+    return nullptr;
   }
-  const std::uint32_t me = running_thread();
+  me = running_thread();
   Fiber* const fibers = this->fibers();
   const std::uint64_t gen = bs_.gen;
-  fibers[me].sp = sp;
   fibers[me].wait = kAtBarrier | gen;
   std::uint32_t j = me + 1;
   if (j == bs_.n) j = bs_.first;
@@ -190,7 +197,19 @@ void BlockExecutor::go_cooperative(const char* cause) {
   }
   if (const FiberSp target = next_target(me); target != nullptr) return target;
   if (aborting_) throw BlockAbort{};  // found no other thread to run: unwind this one
-  return sp;
+  return nullptr;
+}
+
+#if DEVCTX_FIBER_FAST_BARRIER
+// The C++ half of the assembly barrier() (fiber_x86_64.cpp), for everything but its common case:
+// `sp` is the caller's suspended frame. Returns the frame to resume - `sp` itself if the caller
+// goes on.
+[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp, std::source_location site) {
+  std::uint32_t me = 0;
+  const FiberSp target = barrier_arrive(me, site);
+  if (target == nullptr) return sp;
+  fibers()[me].sp = sp;
+  return target;
 }
 
 extern "C" void* devctx_barrier_decide(void* sp, std::source_location site) {
@@ -200,6 +219,23 @@ extern "C" void* devctx_barrier_decide(void* sp, std::source_location site) {
 }
 
 extern "C" [[noreturn]] void devctx_throw_block_abort() { throw BlockAbort{}; }
+#else
+// barrier() everywhere else: the same decision, then one switch. A fiber resumed while its block
+// aborts unwinds from here (on x86-64, fiber_arm_abort makes its frame throw instead).
+void BlockExecutor::arrive_at_barrier(std::source_location site) {
+  std::uint32_t me = 0;
+  const FiberSp target = barrier_arrive(me, site);
+  if (target == nullptr) return;
+  fiber_switch(&fibers()[me].sp, target);
+  if (aborting_) [[unlikely]] throw BlockAbort{};
+}
+
+void barrier(std::source_location site) {
+  BlockExecutor* const e = tls.executor;
+  if (e == nullptr) not_in_kernel("devctx::barrier");
+  e->arrive_at_barrier(site);
+}
+#endif
 
 // The stack pointer to switch to from `me`, which has just started waiting or exited: the next
 // runnable fiber in the ring, started on the spot if it has not run yet. nullptr if `me` itself
@@ -222,7 +258,9 @@ FiberSp BlockExecutor::next_target(std::uint32_t me) {
   prefetch_ahead(j);
   tls.thread_idx = fibers()[j].idx;
   if (j == me) return nullptr;
+#if DEVCTX_FIBER_FAST_BARRIER
   if (aborting_) fiber_arm_abort(fibers()[j].sp);  // it unwinds instead of going on
+#endif
   return fibers()[j].sp;
 }
 
@@ -234,7 +272,7 @@ FiberSp BlockExecutor::start_fiber(std::uint32_t j) {
   f.idx = thread_coords(j);
   tls.thread_idx = f.idx;
   prefetch_ahead(j);
-  return fiber_prepare(stacks_.top(j + 1), &thread_loop, this);
+  return fiber_prepare(stacks_.stack(j + 1), &thread_loop, this);
 }
 
 void BlockExecutor::report_divergence(std::uint32_t me) {
@@ -252,19 +290,16 @@ void BlockExecutor::report_divergence(std::uint32_t me) {
   }
   start_aborting();
   // With aborting_ set every waiting fiber is runnable; resume one and unwind when resumed.
-  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers()[me].sp, target);
+  if (const FiberSp target = next_target(me); target != nullptr) fiber_switch(&fibers()[me].sp, target);
   throw BlockAbort{};
 }
 
 // The thread that kept the plain fiber has finished; nothing resumes that fiber.
-void BlockExecutor::exit_current() { devctx_fiber_jump(leave_block(running_thread())); }
+void BlockExecutor::exit_current() { fiber_jump(leave_block(running_thread())); }
 
-// The C++ half of devctx_fiber_park (fiber.cpp): the running fiber's thread has finished and
-// its frame is saved at `sp`. Returns the frame to resume.
-FiberSp BlockExecutor::park(void* sp) {
-  const std::uint32_t me = running_thread();
+// Where the fiber of finished thread `me` goes once parked.
+[[gnu::always_inline]] inline FiberSp BlockExecutor::park_target(std::uint32_t me) {
   Fiber* const f = fibers();
-  f[me].sp = sp;
   const std::uint32_t next = me + 1, w = me / 32;
   // The common case, as in barrier(): the next thread in the ring was released by the last
   // barrier, and this thread's end neither completes a barrier nor a warp operation.
@@ -280,7 +315,27 @@ FiberSp BlockExecutor::park(void* sp) {
   return leave_block(me);
 }
 
+#if DEVCTX_FIBER_FAST_BARRIER
+// The C++ half of the assembly devctx_fiber_park (fiber_x86_64.cpp): the running fiber's thread
+// has finished and its frame is saved at `sp`. Returns the frame to resume.
+FiberSp BlockExecutor::park(void* sp) {
+  const std::uint32_t me = running_thread();
+  fibers()[me].sp = sp;
+  return park_target(me);
+}
+
 extern "C" void* devctx_park_decide(void* self, void* sp) { return static_cast<BlockExecutor*>(self)->park(sp); }
+#else
+void BlockExecutor::park_thread() {
+  const std::uint32_t me = running_thread();
+  fiber_switch(&fibers()[me].sp, park_target(me));
+  if (aborting_) [[unlikely]] throw BlockAbort{};  // resumed to unwind: its block failed
+}
+
+extern "C" void devctx_fiber_park(const void* executor) {
+  static_cast<BlockExecutor*>(const_cast<void*>(executor))->park_thread();
+}
+#endif
 
 // Takes finished thread `me` out of the block and returns where to continue: the next runnable
 // thread, or the scheduler once every thread has finished.
@@ -315,7 +370,7 @@ void BlockExecutor::warp_sync() {
     return;
   }
   fibers()[me].wait = kAtWarp | warp_gen_[w];
-  if (const FiberSp target = next_target(me); target != nullptr) devctx_fiber_switch(&fibers()[me].sp, target);
+  if (const FiberSp target = next_target(me); target != nullptr) fiber_switch(&fibers()[me].sp, target);
   if (aborting_) throw BlockAbort{};
 }
 

@@ -1,6 +1,7 @@
-// src/backends/cpu/fiber_abi.hpp - every layout that the barrier and park assembly in fiber.cpp
-// reads: the block's BarrierState, the per-thread Fiber records, the wait tokens and the
-// thread-local ThreadState (defined in devctx/detail/cpu_state.hpp, because kernels read it).
+// src/backends/cpu/fiber_abi.hpp - every layout that the barrier and park assembly in
+// fiber_x86_64.cpp reads: the block's BarrierState, the per-thread Fiber records, the wait tokens
+// and the thread-local ThreadState (defined in devctx/detail/cpu_state.hpp, because kernels read
+// it). Builds without that assembly (DEVCTX_FIBER_FAST_BARRIER unset) use the same layouts from C++.
 //
 // Each invariant lives here, checked by a static_assert, and in the assembly that hard-codes it.
 // Change one, change the other.
@@ -68,17 +69,17 @@ static_assert(std::is_standard_layout_v<BarrierState>);
 static_assert(offsetof(BarrierState, released) == 0 && offsetof(BarrierState, last) == 8 &&
                   offsetof(BarrierState, remaining) == 16 && offsetof(BarrierState, shift) == 20 &&
                   offsetof(BarrierState, fibers) == 24 && offsetof(BarrierState, stack_base) == 32,
-              "update devctx::detail::cpu::barrier() in fiber.cpp");
+              "update devctx::detail::cpu::barrier() in fiber_x86_64.cpp");
 // Fibers are indexed by shifting left by 5 (`shlq $5`), and the fields are read at -16, -8
 // (fibers[me], one record below fibers[next]), 0, 16 and 24.
 static_assert(sizeof(Fiber) == 32 && offsetof(Fiber, idx) == 0 && offsetof(Fiber, next) == 12 &&
                   offsetof(Fiber, sp) == 16 && offsetof(Fiber, wait) == 24 && kPrefetchAhead == 12,
-              "update devctx::detail::cpu::barrier() in fiber.cpp");
+              "update devctx::detail::cpu::barrier() in fiber_x86_64.cpp");
 // ThreadState: the thread index is written as 16 bytes at %fs:(tls) (idx and next of a Fiber),
 // and the BarrierState pointer is read at %fs:0x48(tls).
 static_assert(std::is_standard_layout_v<ThreadState> && offsetof(ThreadState, thread_idx) == 0 &&
                   offsetof(ThreadState, thread_idx_pad) == 12 && sizeof(Dim3) == 12 &&
                   offsetof(ThreadState, barrier_state) == 0x48,
-              "update devctx::detail::cpu::barrier() in fiber.cpp");
+              "update devctx::detail::cpu::barrier() in fiber_x86_64.cpp");
 
 }  // namespace devctx::detail::cpu

@@ -1,6 +1,7 @@
 // The CUDA queues and events: one non-blocking stream per queue (DeviceContext and each Stream)
 // running allocations, frees, copies, fills and launches in order, and the CUDA events that
-// order queues after one another. A failure that surfaces when waiting for a queue's work names
+// order queues after one another. A queue may also run on a stream made elsewhere
+// (wrap_cuda_stream), which it never destroys. A failure that surfaces when waiting for a queue's work names
 // the kernels enqueued on it since its last successful synchronize.
 #include "backends/cuda/cuda_queue.hpp"
 
@@ -32,7 +33,12 @@ namespace {
 class CudaQueue final : public QueueImpl {
  public:
   explicit CudaQueue(std::shared_ptr<CudaDevice> device);
+  /// A queue on `borrowed`, a stream made elsewhere, which it never destroys.
+  CudaQueue(std::shared_ptr<CudaDevice> device, cudaStream_t borrowed) noexcept
+      : QueueImpl(*device), device_(std::move(device)), stream_(borrowed), owns_stream_(false) {}
   ~CudaQueue() override;
+  CudaQueue(const CudaQueue&) = delete;
+  CudaQueue& operator=(const CudaQueue&) = delete;
 
   void* allocate(std::size_t bytes, MemKind kind) override;
   void free(void* data, std::size_t bytes, MemKind kind) noexcept override;
@@ -42,6 +48,7 @@ class CudaQueue final : public QueueImpl {
   void synchronize() override;
   std::shared_ptr<EventImpl> record_event() override;
   void wait_for(const std::shared_ptr<EventImpl>& event) override;
+  void* native_handle() const noexcept override { return stream_; }
 
   [[nodiscard]] CudaDevice& cuda() const noexcept { return *device_; }
 
@@ -56,6 +63,7 @@ class CudaQueue final : public QueueImpl {
 
   std::shared_ptr<CudaDevice> device_;
   cudaStream_t stream_ = nullptr;
+  bool owns_stream_ = true;
 
   // The names of the last kernels enqueued since the last successful synchronize, so that a
   // fault reported later can name its likely culprit.
@@ -83,6 +91,7 @@ class CudaEvent final : public EventImpl {
 
   DeviceImpl& device() const override { return queue_->device(); }
   [[nodiscard]] cudaEvent_t handle() const noexcept { return event_; }
+  void* native_handle() const noexcept override { return event_; }
 
   void synchronize() override {
     queue_->cuda().check_alive("Event::synchronize");
@@ -118,7 +127,7 @@ CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device) : QueueImpl(*device), d
 CudaQueue::~CudaQueue() {
   // Returns at once; work still enqueued completes and then the stream's resources go.
   // At process exit the runtime may already be unloading: nothing to report then.
-  ignore(cudaStreamDestroy(stream_));
+  if (owns_stream_) ignore(cudaStreamDestroy(stream_));
 }
 
 void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
@@ -294,6 +303,10 @@ void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
 
 std::shared_ptr<QueueImpl> make_queue(std::shared_ptr<CudaDevice> device) {
   return std::make_shared<CudaQueue>(std::move(device));
+}
+
+std::shared_ptr<QueueImpl> make_borrowed_queue(std::shared_ptr<CudaDevice> device, cudaStream_t stream) {
+  return std::make_shared<CudaQueue>(std::move(device), stream);
 }
 
 }  // namespace devctx::detail::cuda

@@ -11,6 +11,7 @@
 
 #include <devctx/buffer.hpp>
 #include <devctx/detail/host/seam.hpp>
+#include <devctx/device_view.hpp>
 
 namespace devctx::detail {
 
@@ -34,6 +35,11 @@ template <class T>
 Endpoint<T> endpoint(const DeviceSlice<T>& s) {
   return {{const_cast<std::remove_const_t<T>*>(s.data()), s.size(), MemKind::device, s.allocation(),
            "DeviceBuffer slice"}};
+}
+template <class T>
+Endpoint<T> endpoint(const DeviceView<T>& v) {
+  const auto s = v.as_slice();
+  return {{const_cast<std::remove_const_t<T>*>(s.data()), s.size(), MemKind::device, s.allocation(), "DeviceView"}};
 }
 template <class T>
 Endpoint<T> endpoint(HostBuffer<T>& b) {

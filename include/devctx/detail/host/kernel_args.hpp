@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <devctx/buffer.hpp>
+#include <devctx/device_view.hpp>
 #include <devctx/span.hpp>
 
 namespace devctx {
@@ -67,6 +68,10 @@ template <class T> struct is_device_buffer : std::false_type {};
 template <class T> struct is_device_buffer<DeviceBuffer<T>> : std::true_type {};
 template <class T> struct is_device_slice : std::false_type {};
 template <class T> struct is_device_slice<DeviceSlice<T>> : std::true_type {};
+// A DeviceView passes as a slice does.
+template <class T> struct is_device_slice<DeviceView<T>> : std::true_type {};
+template <class T> struct is_device_view : std::false_type {};
+template <class T> struct is_device_view<DeviceView<T>> : std::true_type {};
 template <class T> struct is_devctx_span : std::false_type {};
 template <class T> struct is_devctx_span<span<T>> : std::true_type {};
 
@@ -127,10 +132,26 @@ inline P map_arg(A&& arg) {
   }
 }
 
+template <class... A>
+inline constexpr bool any_span_v = (is_devctx_span<std::remove_cvref_t<A>>::value || ...);
+
+/// A span argument's data and size in bytes (null / 0 for every other argument).
+template <class A>
+const void* span_data_of(const A& arg) {
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.data();
+  else return nullptr;
+}
+template <class A>
+std::size_t span_bytes_of(const A& arg) {
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.size_bytes();
+  else return 0;
+}
+
 template <class A>
 Allocation* buffer_of(const A& arg) {
   using D = std::remove_cvref_t<A>;
   if constexpr (is_device_buffer<D>::value) return arg.as_slice().allocation();
+  else if constexpr (is_device_view<D>::value) return arg.as_slice().allocation();  // throws when moved-from
   else if constexpr (is_device_slice<D>::value) return arg.allocation();
   else return nullptr;
 }

@@ -180,6 +180,12 @@ struct Launcher {
 #endif
     l.buffers = buffers;
     l.buffer_count = sizeof...(A);
+    const void* spans[sizeof...(A) + 1] = {span_data_of(args)..., nullptr};
+    std::size_t span_bytes[sizeof...(A) + 1] = {span_bytes_of(args)..., 0};
+    if constexpr (any_span_v<A...>) {
+      l.spans = spans;
+      l.span_bytes = span_bytes;
+    }
     queue_launch(queue, l);
   }
 };

@@ -15,10 +15,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 
 #include <devctx/launch.hpp>
+
+namespace devctx {
+struct DeviceInfo;  // devctx/device_info.hpp
+}  // namespace devctx
 
 namespace devctx::detail {
 
@@ -86,6 +91,11 @@ struct KernelLaunch {
   // Buffers the arguments refer to (checked for device, tracked for stream-ordered frees).
   Allocation* const* buffers = nullptr;
   std::size_t buffer_count = 0;
+  // devctx::span arguments (made from raw pointers, so no buffer vouches for them): their data
+  // and byte counts, one per argument (null / 0 for the others), checked to be memory of the
+  // device. Null when no argument is a span.
+  const void* const* spans = nullptr;
+  const std::size_t* span_bytes = nullptr;
 };
 
 // ---- acting on a stream ---------------------------------------------------------------------------
@@ -103,9 +113,28 @@ void queue_synchronize(QueueImpl& queue);
 /// `event` may be null (a default-constructed Event): throws Error(invalid_handle) then.
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
 
+// ---- interop (devctx/interop.hpp, devctx/dlpack.hpp) ------------------------------------------------
+
+/// The device `queue` runs on.
+[[nodiscard]] const DeviceInfo& queue_device_info(QueueImpl& queue);
+/// The queue's native stream (a cudaStream_t); Error(not_available) naming `operation` when its
+/// backend has none.
+[[nodiscard]] void* queue_native_stream(QueueImpl& queue, const char* operation);
+/// A record of `count` elements of another library's memory at `data` on `queue`'s device,
+/// checked there (null, alignment, size, and on CUDA what the pointer is); `on_release` runs once
+/// devctx's work on the memory has finished after the record is released.
+[[nodiscard]] AllocationPtr queue_wrap_memory(QueueImpl& queue, const void* data, std::size_t count,
+                                              std::size_t element_bytes, std::size_t alignment,
+                                              std::function<void()> on_release);
+/// The event's native handle (a cudaEvent_t); Error(invalid_handle) for a null event,
+/// Error(not_available) when its backend has none.
+[[nodiscard]] void* event_native_handle(const std::shared_ptr<EventImpl>& event);
+
 // ---- reading a buffer's record ----------------------------------------------------------------------
 
 [[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;
+/// The device whose memory the record describes.
+[[nodiscard]] const DeviceInfo& allocation_device_info(const Allocation& allocation);
 
 /// Checking mode's gate on a HostBuffer made by a checked context (docs/checking.md): `pending`
 /// is non-zero while a copy into or out of the buffer, or a fill of it, may not have been waited

@@ -1,0 +1,595 @@
+// python/src/module.cpp - the devctx extension module (devctx._devctx): contexts, device and host
+// arrays with the DLPack protocol, copies, fills, synchronize, devctx::Error as devctx.Error, and
+// the kernels of kernels.hpp. It only converts between Python and devctx: every rule (sizes,
+// devices, DLPack checks, stream order) is devctx's own, and so are the error messages.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include <Python.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <devctx/devctx.hpp>
+#include <devctx/dlpack.hpp>
+#include <devctx/interop.hpp>
+
+#include "kernels.hpp"
+
+namespace nb = nanobind;
+
+namespace {
+
+using devctx::Errc;
+
+[[noreturn]] void fail(Errc code, const std::string& message) { throw devctx::Error(code, message); }
+
+// ---- element types ----------------------------------------------------------------------------------
+
+enum class DType { boolean, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64 };
+
+constexpr const char* dtype_names[] = {"bool",  "int8",   "int16",  "int32",   "int64",  "uint8",
+                                       "uint16", "uint32", "uint64", "float32", "float64"};
+
+const char* name_of(DType t) { return dtype_names[int(t)]; }
+
+DType dtype_named(std::string_view name) {
+  for (int i = 0; i < int(std::size(dtype_names)); ++i)
+    if (name == dtype_names[i]) return DType(i);
+  fail(Errc::invalid_argument, "unknown dtype '" + std::string(name) +
+                                   "': devctx arrays hold bool, int8..int64, uint8..uint64, float32 or float64");
+}
+
+/// Calls f.template operator()<T>() with T the C++ type of `t`.
+template <class F>
+decltype(auto) visit(DType t, F&& f) {
+  switch (t) {
+    case DType::boolean: return f.template operator()<bool>();
+    case DType::int8: return f.template operator()<std::int8_t>();
+    case DType::int16: return f.template operator()<std::int16_t>();
+    case DType::int32: return f.template operator()<std::int32_t>();
+    case DType::int64: return f.template operator()<std::int64_t>();
+    case DType::uint8: return f.template operator()<std::uint8_t>();
+    case DType::uint16: return f.template operator()<std::uint16_t>();
+    case DType::uint32: return f.template operator()<std::uint32_t>();
+    case DType::uint64: return f.template operator()<std::uint64_t>();
+    case DType::float32: return f.template operator()<float>();
+    case DType::float64: break;
+  }
+  return f.template operator()<double>();
+}
+
+DType dtype_of(const DLDataType& t) {
+  for (int i = 0; i < int(std::size(dtype_names)); ++i) {
+    const DLDataType d = visit(DType(i), []<class T>() { return devctx::dlpack::data_type<T>(); });
+    if (d.code == t.code && d.bits == t.bits && d.lanes == t.lanes) return DType(i);
+  }
+  fail(Errc::invalid_argument, "from_dlpack: devctx has no element type for DLPack's " + devctx::dlpack::type_name(t) +
+                                   " (it takes bool, int8..int64, uint8..uint64, float32 and float64)");
+}
+
+std::size_t size_of(DType t) {
+  return visit(t, []<class T>() { return sizeof(T); });
+}
+
+/// The element type of a buffer-protocol format ("<f", "d", "q", ...) of `itemsize` bytes.
+std::optional<DType> dtype_of_format(std::string_view format, Py_ssize_t itemsize) {
+  if (!format.empty() && (format[0] == '@' || format[0] == '=' || format[0] == '<')) format.remove_prefix(1);
+  if (format.size() != 1) return std::nullopt;  // big-endian, structured or vector formats
+  const char c = format[0];
+  const std::string_view signed_codes = "bhilqn", unsigned_codes = "BHILQN";
+  if (c == '?' && itemsize == 1) return DType::boolean;
+  if (c == 'f' && itemsize == 4) return DType::float32;
+  if (c == 'd' && itemsize == 8) return DType::float64;
+  const bool is_signed = signed_codes.find(c) != std::string_view::npos;
+  if (!is_signed && unsigned_codes.find(c) == std::string_view::npos) return std::nullopt;
+  switch (itemsize) {
+    case 1: return is_signed ? DType::int8 : DType::uint8;
+    case 2: return is_signed ? DType::int16 : DType::uint16;
+    case 4: return is_signed ? DType::int32 : DType::uint32;
+    case 8: return is_signed ? DType::int64 : DType::uint64;
+    default: return std::nullopt;
+  }
+}
+
+// ---- contexts and arrays ----------------------------------------------------------------------------
+
+struct Context {
+  std::shared_ptr<devctx::DeviceContext> ctx;
+};
+
+/// A devctx array: the memory's owner (a DeviceBuffer, HostBuffer or DeviceView, kept alive by
+/// every exported DLPack tensor too), where it is, its element type and its row-major shape.
+struct Array {
+  std::shared_ptr<devctx::DeviceContext> ctx;
+  std::shared_ptr<void> owner;
+  devctx::detail::Allocation* allocation = nullptr;
+  void* data = nullptr;
+  std::size_t count = 0;
+  DType dtype = DType::float32;
+  std::vector<std::int64_t> shape;
+  bool readonly = false;
+
+  template <class T>
+  [[nodiscard]] devctx::DeviceSlice<T> device_slice() const {
+    return {allocation, static_cast<T*>(data), count};
+  }
+  template <class T>
+  [[nodiscard]] devctx::HostSlice<T> host_slice() const {
+    return {allocation, static_cast<T*>(data), count};
+  }
+};
+struct DeviceArray : Array {};
+struct HostArray : Array {};
+
+std::vector<std::int64_t> parse_shape(nb::handle shape, std::size_t& count) {
+  std::vector<std::int64_t> dims;
+  if (PyLong_Check(shape.ptr())) {
+    dims.push_back(nb::cast<std::int64_t>(shape));
+  } else {
+    for (nb::handle d : nb::iter(shape)) dims.push_back(nb::cast<std::int64_t>(d));
+  }
+  count = 1;
+  for (const std::int64_t d : dims) {
+    if (d < 0) fail(Errc::invalid_argument, "shape: dimension " + std::to_string(d) + " is negative");
+    if (d != 0 && count > (std::size_t{1} << 62) / std::size_t(d))
+      fail(Errc::out_of_memory, "shape: the element count does not fit in 64 bits");
+    count *= std::size_t(d);
+  }
+  return dims;
+}
+
+DeviceArray make_device_array(const Context& c, nb::handle shape, std::string_view dtype) {
+  DeviceArray a;
+  a.ctx = c.ctx;
+  a.dtype = dtype_named(dtype);
+  a.shape = parse_shape(shape, a.count);
+  visit(a.dtype, [&]<class T>() {
+    auto buffer = std::make_shared<devctx::DeviceBuffer<T>>(c.ctx->enqueue_create_buffer<T>(a.count));
+    a.allocation = buffer->as_slice().allocation();
+    a.data = buffer->data();
+    a.owner = std::move(buffer);
+  });
+  return a;
+}
+
+HostArray make_host_array(const Context& c, nb::handle shape, std::string_view dtype) {
+  HostArray a;
+  a.ctx = c.ctx;
+  a.dtype = dtype_named(dtype);
+  a.shape = parse_shape(shape, a.count);
+  visit(a.dtype, [&]<class T>() {
+    auto buffer = std::make_shared<devctx::HostBuffer<T>>(c.ctx->enqueue_create_host_buffer<T>(a.count));
+    a.allocation = buffer->as_slice().allocation();
+    a.data = buffer->data();
+    a.owner = std::move(buffer);
+  });
+  return a;
+}
+
+Context open_context(std::optional<std::string> device) {
+  if (!device) return Context{std::make_shared<devctx::DeviceContext>()};
+  const devctx::DeviceId id = devctx::parse_device(*device);  // devctx's own device names
+  return Context{std::make_shared<devctx::DeviceContext>(id.api, id.id)};
+}
+
+// ---- copies and fills ---------------------------------------------------------------------------------
+
+/// A Python object's host memory through the buffer protocol, held for one call.
+struct HostObject {
+  Py_buffer view{};
+  bool held = false;
+  HostObject() = default;
+  HostObject(const HostObject&) = delete;
+  HostObject& operator=(const HostObject&) = delete;
+  ~HostObject() {
+    if (held) PyBuffer_Release(&view);
+  }
+};
+
+/// One side of a copy: a devctx array or host memory.
+struct Side {
+  const Array* array = nullptr;
+  bool host_array = false;
+  HostObject object;
+  DType dtype = DType::float32;
+  std::size_t count = 0;
+};
+
+void describe(Side& side, nb::handle obj, bool writable, const char* role) {
+  if (nb::isinstance<DeviceArray>(obj) || nb::isinstance<HostArray>(obj)) {
+    side.host_array = nb::isinstance<HostArray>(obj);
+    side.array = side.host_array ? static_cast<const Array*>(&nb::cast<const HostArray&>(obj))
+                                 : static_cast<const Array*>(&nb::cast<const DeviceArray&>(obj));
+    side.dtype = side.array->dtype;
+    side.count = side.array->count;
+    if (writable && side.array->readonly)
+      fail(Errc::invalid_argument, std::string("copy: the ") + role + " is a read-only array (imported read-only through DLPack)");
+    return;
+  }
+  const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(obj.ptr(), &side.object.view, flags) != 0) {
+    PyErr_Clear();
+    throw nb::type_error((std::string("copy: the ") + role + " must be a devctx DeviceArray or HostArray, or C-contiguous" +
+                          (writable ? ", writable" : "") + " host memory (a NumPy array, array.array, bytearray, ...)")
+                             .c_str());
+  }
+  side.object.held = true;
+  const auto dtype = dtype_of_format(side.object.view.format ? side.object.view.format : "B", side.object.view.itemsize);
+  if (!dtype)
+    fail(Errc::invalid_argument, std::string("copy: the ") + role + "'s element format '" +
+                                     (side.object.view.format ? side.object.view.format : "B") +
+                                     "' is not one devctx holds (bool, int8..int64, uint8..uint64, float32, float64)");
+  side.dtype = *dtype;
+  side.count = std::size_t(side.object.view.len / side.object.view.itemsize);
+}
+
+/// Calls f with the devctx endpoint of `side` for element type T.
+template <class T, class F>
+void with_endpoint(const Side& side, F&& f) {
+  if (side.array == nullptr) f(std::span<T>(static_cast<T*>(side.object.view.buf), side.count));
+  else if (side.host_array) f(side.array->host_slice<T>());
+  else f(side.array->device_slice<T>());
+}
+
+void copy(const Context& c, nb::handle dst, nb::handle src) {
+  Side d, s;
+  describe(d, dst, true, "destination");
+  describe(s, src, false, "source");
+  if (d.dtype != s.dtype)
+    fail(Errc::invalid_argument, std::string("copy: the destination holds ") + name_of(d.dtype) + " and the source " +
+                                     name_of(s.dtype) + "; element types must match");
+  nb::gil_scoped_release unlocked;  // a copy from or to host memory waits for the device
+  visit(d.dtype, [&]<class T>() {
+    with_endpoint<T>(d, [&](auto dst_endpoint) {
+      with_endpoint<T>(s, [&](auto src_endpoint) { c.ctx->enqueue_copy(dst_endpoint, src_endpoint); });
+    });
+  });
+}
+
+void fill(const Context& c, nb::handle dst, nb::handle value) {
+  const bool host = nb::isinstance<HostArray>(dst);
+  if (!host && !nb::isinstance<DeviceArray>(dst))
+    throw nb::type_error("fill: the destination must be a devctx DeviceArray or HostArray");
+  const Array& a = host ? static_cast<const Array&>(nb::cast<const HostArray&>(dst))
+                        : static_cast<const Array&>(nb::cast<const DeviceArray&>(dst));
+  if (a.readonly) fail(Errc::invalid_argument, "fill: the destination is a read-only array");
+  visit(a.dtype, [&]<class T>() {
+    const T v = nb::cast<T>(value);
+    if (host) c.ctx->enqueue_memset(a.host_slice<T>(), v);
+    else c.ctx->enqueue_memset(a.device_slice<T>(), v);
+  });
+}
+
+// ---- DLPack -------------------------------------------------------------------------------------------
+
+constexpr const char* kCapsule = "dltensor";
+constexpr const char* kCapsuleUsed = "used_dltensor";
+constexpr const char* kCapsuleVersioned = "dltensor_versioned";
+constexpr const char* kCapsuleVersionedUsed = "used_dltensor_versioned";
+
+/// A capsule nobody consumed frees its tensor (the DLPack Python protocol's rule).
+template <class Managed>
+void capsule_destructor(PyObject* capsule) {
+  const bool versioned = std::is_same_v<Managed, devctx::dlpack::ManagedTensorVersioned>;
+  if (PyCapsule_IsValid(capsule, versioned ? kCapsuleVersionedUsed : kCapsuleUsed)) return;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  auto* tensor = static_cast<Managed*>(PyCapsule_GetPointer(capsule, versioned ? kCapsuleVersioned : kCapsule));
+  if (tensor == nullptr) PyErr_Clear();
+  else if (tensor->deleter != nullptr) tensor->deleter(tensor);
+  PyErr_Restore(type, value, traceback);
+}
+
+/// The device type and id an array exports as.
+std::pair<int, int> dlpack_device(const Array& a, bool host) {
+  if (a.ctx->api() != devctx::Api::cuda) return {kDLCPU, 0};
+  return host ? std::pair{int(kDLCUDAHost), 0} : std::pair{int(kDLCUDA), a.ctx->id()};
+}
+
+nb::tuple dlpack_device_of(const Array& a, bool host) {
+  const auto [type, id] = dlpack_device(a, host);
+  return nb::make_tuple(type, id);
+}
+
+/// __dlpack__: makes the consumer's stream (or the host) wait for devctx's work on the context,
+/// then exports a tensor that shares the array's memory and keeps it alive.
+nb::object export_dlpack(const Array& a, bool host, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+                         nb::handle copy_requested) {
+  if (!copy_requested.is_none() && nb::cast<bool>(copy_requested))
+    throw nb::buffer_error("__dlpack__: devctx exports its memory without copying (copy=True is not supported)");
+  const auto own = dlpack_device(a, host);
+  bool as_cpu = false;
+  if (!dl_device.is_none()) {
+    const auto [type, id] = nb::cast<std::pair<int, int>>(dl_device);
+    const bool host_memory = own.first == kDLCPU || own.first == kDLCUDAHost;
+    if (type == kDLCPU && id == 0 && host_memory) as_cpu = true;
+    else if (type != own.first || id != own.second)
+      throw nb::buffer_error("__dlpack__: the array cannot be exported to that device without a copy");
+  }
+  const bool cuda_device_memory = own.first == kDLCUDA;
+  if (cuda_device_memory) {
+    // The consumer's stream: None is CUDA's legacy default stream (1), -1 asks for no ordering.
+    std::int64_t handle = stream.is_none() ? 1 : nb::cast<std::int64_t>(stream);
+    if (handle == 0)
+      throw nb::value_error("__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default stream), 2 (per-thread "
+                            "default stream) or a stream's handle");
+    if (handle != -1) {
+      nb::gil_scoped_release unlocked;
+      devctx::Stream consumer =
+          devctx::wrap_cuda_stream(*a.ctx, reinterpret_cast<devctx::CudaStreamHandle>(std::intptr_t(handle)));
+      consumer.enqueue_wait_for(a.ctx->record_event());
+    }
+  } else {
+    if (!stream.is_none() && nb::cast<std::int64_t>(stream) != -1 && a.ctx->api() != devctx::Api::cuda)
+      throw nb::value_error("__dlpack__: a CPU array takes no stream (stream must be None)");
+    // Host memory: the consumer reads it at once, so devctx's work on it must have finished.
+    nb::gil_scoped_release unlocked;
+    a.ctx->synchronize();
+  }
+  const bool versioned = !max_version.is_none() && nb::cast<std::pair<int, int>>(max_version).first >= 1;
+  std::shared_ptr<void> owner = a.owner;
+  return visit(a.dtype, [&]<class T>() -> nb::object {
+    auto make = [&](auto view) -> nb::object {
+      PyObject* capsule = nullptr;
+      if (versioned) {
+        auto* t = devctx::to_dlpack_versioned(view, owner, a.shape);
+        if (as_cpu) t->dl_tensor.device = DLDevice{kDLCPU, 0};
+        capsule = PyCapsule_New(t, kCapsuleVersioned, &capsule_destructor<devctx::dlpack::ManagedTensorVersioned>);
+        if (capsule == nullptr) t->deleter(t);
+      } else {
+        auto* t = devctx::to_dlpack(view, owner, a.shape);
+        if (as_cpu) t->dl_tensor.device = DLDevice{kDLCPU, 0};
+        capsule = PyCapsule_New(t, kCapsule, &capsule_destructor<DLManagedTensor>);
+        if (capsule == nullptr) t->deleter(t);
+      }
+      if (capsule == nullptr) throw nb::python_error();
+      return nb::steal(capsule);
+    };
+    if (host) return a.readonly ? make(a.host_slice<const T>()) : make(a.host_slice<T>());
+    return a.readonly ? make(a.device_slice<const T>()) : make(a.device_slice<T>());
+  });
+}
+
+/// The producer's tensor, wrapped so that its deleter runs holding the GIL: devctx runs a view's
+/// release on whichever thread next synchronizes, and a Python producer's deleter needs the GIL.
+template <class Managed>
+struct GilTensor {
+  static Managed* wrap(Managed* original) {
+    auto* w = new Managed(*original);
+    w->manager_ctx = original;
+    w->deleter = &deleter;
+    return w;
+  }
+  static void deleter(Managed* self) noexcept {
+    auto* original = static_cast<Managed*>(self->manager_ctx);
+    delete self;
+    if (original->deleter == nullptr || !nb::is_alive()) return;  // the interpreter is gone: leak
+    nb::gil_scoped_acquire locked;
+    original->deleter(original);
+  }
+};
+
+template <class Managed>
+DeviceArray import_tensor(const Context& c, Managed* original) {
+  DeviceArray a;
+  a.ctx = c.ctx;
+  const DLTensor& t = original->dl_tensor;
+  a.dtype = dtype_of(t.dtype);
+  if (t.ndim > 0 && t.shape != nullptr) a.shape.assign(t.shape, t.shape + t.ndim);
+  if constexpr (std::is_same_v<Managed, devctx::dlpack::ManagedTensorVersioned>)
+    a.readonly = (original->flags & devctx::dlpack::flag_read_only) != 0;
+  Managed* wrapped = GilTensor<Managed>::wrap(original);
+  try {
+    visit(a.dtype, [&]<class T>() {
+      auto keep = [&](auto view) {
+        a.allocation = view.as_slice().allocation();
+        a.data = const_cast<void*>(static_cast<const void*>(view.data()));
+        a.count = view.size();
+        a.owner = std::make_shared<decltype(view)>(std::move(view));
+      };
+      if (a.readonly) keep(devctx::from_dlpack<const T>(*c.ctx, wrapped));
+      else keep(devctx::from_dlpack<T>(*c.ctx, wrapped));
+    });
+  } catch (...) {
+    delete wrapped;  // not taken over: the capsule still owns the producer's tensor
+    throw;
+  }
+  return a;
+}
+
+DeviceArray from_capsule(const Context& c, nb::handle capsule) {
+  PyObject* p = capsule.ptr();
+  if (PyCapsule_IsValid(p, kCapsuleVersioned)) {
+    auto* t = static_cast<devctx::dlpack::ManagedTensorVersioned*>(PyCapsule_GetPointer(p, kCapsuleVersioned));
+    DeviceArray a = import_tensor(c, t);
+    PyCapsule_SetName(p, kCapsuleVersionedUsed);
+    return a;
+  }
+  if (PyCapsule_IsValid(p, kCapsule)) {
+    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(p, kCapsule));
+    DeviceArray a = import_tensor(c, t);
+    PyCapsule_SetName(p, kCapsuleUsed);
+    return a;
+  }
+  throw nb::type_error("from_dlpack: expected a DLPack capsule ('dltensor' or 'dltensor_versioned') that no one has consumed yet");
+}
+
+// ---- kernels ------------------------------------------------------------------------------------------
+
+const DeviceArray& float_array(nb::handle obj, const char* function, const char* role) {
+  if (!nb::isinstance<DeviceArray>(obj))
+    throw nb::type_error((std::string(function) + ": " + role + " must be a devctx DeviceArray").c_str());
+  const auto& a = nb::cast<const DeviceArray&>(obj);
+  if (a.dtype != DType::float32 && a.dtype != DType::float64)
+    fail(Errc::invalid_argument, std::string(function) + ": " + role + " holds " + name_of(a.dtype) +
+                                     "; it takes float32 or float64 arrays");
+  return a;
+}
+
+void check_same_type(const char* function, const Array& a, const Array& out) {
+  if (a.dtype != out.dtype)
+    fail(Errc::invalid_argument, std::string(function) + ": the inputs hold " + name_of(a.dtype) + " but out holds " +
+                                     name_of(out.dtype) + "; element types must match");
+  if (out.readonly) fail(Errc::invalid_argument, std::string(function) + ": out is a read-only array");
+}
+
+void vector_add(const Context& c, nb::handle a_obj, nb::handle b_obj, nb::handle out_obj) {
+  const auto& a = float_array(a_obj, "vector_add", "a");
+  const auto& b = float_array(b_obj, "vector_add", "b");
+  const auto& out = float_array(out_obj, "vector_add", "out");
+  check_same_type("vector_add", a, out);
+  check_same_type("vector_add", b, out);
+  if (a.dtype == DType::float32)
+    devctx_python::vector_add<float>(*c.ctx, a.device_slice<const float>(), b.device_slice<const float>(), out.device_slice<float>());
+  else
+    devctx_python::vector_add<double>(*c.ctx, a.device_slice<const double>(), b.device_slice<const double>(),
+                                      out.device_slice<double>());
+}
+
+void softmax(const Context& c, nb::handle x_obj, nb::handle out_obj) {
+  const auto& x = float_array(x_obj, "softmax", "x");
+  const auto& out = float_array(out_obj, "softmax", "out");
+  check_same_type("softmax", x, out);
+  if (x.shape != out.shape || x.shape.empty() || x.shape.size() > 2)
+    fail(Errc::size_mismatch, "softmax: x and out must have the same shape, (cols,) or (rows, cols)");
+  const std::size_t rows = x.shape.size() == 2 ? std::size_t(x.shape[0]) : 1;
+  const std::size_t cols = std::size_t(x.shape.back());
+  if (x.dtype == DType::float32)
+    devctx_python::softmax<float>(*c.ctx, x.device_slice<const float>(), out.device_slice<float>(), rows, cols);
+  else
+    devctx_python::softmax<double>(*c.ctx, x.device_slice<const double>(), out.device_slice<double>(), rows, cols);
+}
+
+// ---- errors -------------------------------------------------------------------------------------------
+
+PyObject* error_type = nullptr;
+
+void translate(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const devctx::Error& e) {
+    PyObject* instance = PyObject_CallFunction(error_type, "s", e.what());
+    if (instance == nullptr) return;  // the call set its own exception
+    PyObject* code = PyUnicode_FromString(devctx::to_string(e.code()));
+    if (code != nullptr) PyObject_SetAttrString(instance, "code", code);
+    Py_XDECREF(code);
+    PyErr_SetObject(error_type, instance);
+    Py_DECREF(instance);
+  }
+}
+
+template <class A>
+nb::object array_repr(const A& a, const char* kind) {
+  std::string shape;
+  for (const auto d : a.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  if (a.shape.size() == 1) shape += ",";
+  return nb::str((std::string(kind) + "(shape=(" + shape + "), dtype=" + name_of(a.dtype) + ", device=" +
+                  devctx::to_string(a.ctx->api()) + ":" + std::to_string(a.ctx->id()) + (a.readonly ? ", readonly" : "") + ")")
+                     .c_str());
+}
+
+template <class A>
+void bind_array(nb::class_<A>& cls, bool host, const char* kind) {
+  cls.def_prop_ro("shape", [](const A& a) {
+       nb::list dims;
+       for (const auto d : a.shape) dims.append(d);
+       return nb::tuple(dims);
+     })
+      .def_prop_ro("dtype", [](const A& a) { return std::string(name_of(a.dtype)); })
+      .def_prop_ro("size", [](const A& a) { return a.count; })
+      .def_prop_ro("nbytes", [](const A& a) { return a.count * size_of(a.dtype); })
+      .def_prop_ro("readonly", [](const A& a) { return a.readonly; })
+      .def_prop_ro("data_ptr", [](const A& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
+      .def_prop_ro("context", [](const A& a) { return Context{a.ctx}; })
+      .def("reshape",
+           [](const A& a, nb::handle shape) {
+             A r = a;
+             std::size_t count = 0;
+             r.shape = parse_shape(shape, count);
+             if (count != a.count)
+               fail(Errc::size_mismatch, "reshape: the new shape holds " + std::to_string(count) + " elements, the array " +
+                                             std::to_string(a.count));
+             return r;
+           },
+           nb::arg("shape"))
+      .def("__dlpack__",
+           [host](const A& a, nb::handle stream, nb::handle max_version, nb::handle dl_device, nb::handle copy_requested) {
+             return export_dlpack(a, host, stream, max_version, dl_device, copy_requested);
+           },
+           nb::kw_only(), nb::arg("stream").none() = nb::none(), nb::arg("max_version").none() = nb::none(),
+           nb::arg("dl_device").none() = nb::none(), nb::arg("copy").none() = nb::none())
+      .def("__dlpack_device__", [host](const A& a) { return dlpack_device_of(a, host); })
+      .def("__len__", [](const A& a) {
+        if (a.shape.empty()) throw nb::type_error("len() of a 0-d array");
+        return std::size_t(a.shape[0]);
+      })
+      .def("__repr__", [kind](const A& a) { return array_repr(a, kind); });
+}
+
+}  // namespace
+
+NB_MODULE(_devctx, m) {
+  m.doc() = "devctx from Python: contexts, device and host arrays with DLPack, copies, and devctx kernels";
+
+  error_type = PyErr_NewExceptionWithDoc("devctx.Error",
+                                         "Every devctx failure. str(e) is devctx's message; e.code names the kind "
+                                         "('size_mismatch', 'wrong_device', ...), as devctx::Errc does in C++.",
+                                         PyExc_RuntimeError, nullptr);
+  m.attr("Error") = nb::handle(error_type);
+  nb::register_exception_translator(&translate);
+
+  nb::class_<Context>(m, "Context", "A device and its default stream (devctx::DeviceContext).")
+      .def(nb::new_([](std::optional<std::string> device) { return open_context(std::move(device)); }),
+           nb::arg("device").none() = nb::none(),
+           "None: DEVCTX_DEVICE if set, else the first CUDA GPU, else the CPU; or 'cpu', 'cuda', 'cuda:N'.")
+      .def_prop_ro("api", [](const Context& c) { return std::string(devctx::to_string(c.ctx->api())); })
+      .def_prop_ro("id", [](const Context& c) { return c.ctx->id(); })
+      .def_prop_ro("name", [](const Context& c) { return c.ctx->name(); })
+      .def_prop_ro("cuda_stream",
+                   [](const Context& c) { return reinterpret_cast<std::uintptr_t>(devctx::cuda_stream(*c.ctx)); },
+                   "The context's cudaStream_t as an integer; devctx.Error (not_available) on the CPU backend.")
+      .def("synchronize",
+           [](const Context& c) {
+             nb::gil_scoped_release unlocked;
+             c.ctx->synchronize();
+           },
+           "Blocks until all work enqueued on the context has finished; raises devctx.Error for a failure in it.")
+      .def("empty", &make_device_array, nb::arg("shape"), nb::arg("dtype") = "float32",
+           "A DeviceArray (contents uninitialised), allocated in stream order.")
+      .def("empty_host", &make_host_array, nb::arg("shape"), nb::arg("dtype") = "float32",
+           "A HostArray: host memory fit for fast transfers (page-locked on CUDA). Fill it after synchronize().")
+      .def("copy", &copy, nb::arg("dst"), nb::arg("src"),
+           "Copies src into dst (DeviceArray, HostArray or C-contiguous host memory); sizes and dtypes must match.")
+      .def("fill", &fill, nb::arg("dst"), nb::arg("value"), "Sets every element of a DeviceArray or HostArray to value.")
+      .def("__repr__", [](const Context& c) {
+        return "Context('" + std::string(devctx::to_string(c.ctx->api())) + ":" + std::to_string(c.ctx->id()) + "', " +
+               c.ctx->name() + ")";
+      });
+
+  nb::class_<DeviceArray> device_array(m, "DeviceArray", "Device memory of a context: a devctx DeviceBuffer or DeviceView.");
+  bind_array(device_array, false, "DeviceArray");
+  nb::class_<HostArray> host_array(m, "HostArray", "Host memory fit for fast transfers: a devctx HostBuffer.");
+  bind_array(host_array, true, "HostArray");
+
+  m.def("count", [](const std::string& api) {
+    if (api == "cpu") return devctx::DeviceContext::count(devctx::Api::cpu);
+    if (api == "cuda") return devctx::DeviceContext::count(devctx::Api::cuda);
+    fail(Errc::invalid_argument, "count('" + api + "'): the backends are 'cpu' and 'cuda'");
+  }, nb::arg("api"), "The number of devices of a backend ('cpu' or 'cuda'); 0 when none or not built.");
+  m.def("vector_add", &vector_add, nb::arg("ctx"), nb::arg("a"), nb::arg("b"), nb::arg("out"),
+        "out = a + b, elementwise, as a devctx kernel on ctx's stream (float32 or float64).");
+  m.def("softmax", &softmax, nb::arg("ctx"), nb::arg("x"), nb::arg("out"),
+        "Row-wise softmax of x (shape (rows, cols) or (cols,)) into out, as a devctx kernel on ctx's stream.");
+  m.def("_from_capsule", &from_capsule, nb::arg("ctx"), nb::arg("capsule"),
+        "A DeviceArray over a DLPack capsule's tensor (consumes the capsule).");
+}

@@ -1,0 +1,48 @@
+"""Shared fixtures of devctx's Python tests: a CPU context, a seeded generator (printed, and
+replayed with DEVCTX_TEST_SEED), and the GPU gate (skip without a GPU, fail instead when
+DEVCTX_REQUIRE_GPU=1)."""
+import os
+import random
+
+import pytest
+
+import devctx
+
+_SEED = int(os.environ.get("DEVCTX_TEST_SEED", "0"), 0) or random.SystemRandom().randrange(1, 2**63)
+
+
+def pytest_report_header(config):
+    return f"devctx seed {_SEED} (set DEVCTX_TEST_SEED to replay); cuda devices: {devctx.count('cuda')}"
+
+
+@pytest.fixture
+def rng(request):
+    np = pytest.importorskip("numpy")
+    return np.random.default_rng([_SEED, abs(hash(request.node.nodeid)) % 2**32])
+
+
+@pytest.fixture
+def ctx():
+    context = devctx.Context("cpu")
+    yield context
+    context.synchronize()  # a test leaves no failure queued
+
+
+def require_gpu() -> bool:
+    return os.environ.get("DEVCTX_REQUIRE_GPU") == "1"
+
+
+def gpu_or_skip(module_name=None):
+    """Skips (fails with DEVCTX_REQUIRE_GPU=1) without a CUDA device or without `module_name`."""
+    if devctx.count("cuda") == 0:
+        if require_gpu():
+            pytest.fail("DEVCTX_REQUIRE_GPU=1 but devctx sees no CUDA device (built without CUDA, or no GPU)")
+        pytest.skip("no CUDA device")
+    if module_name is None:
+        return None
+    try:
+        return __import__(module_name)
+    except ImportError:
+        if require_gpu():
+            pytest.fail(f"DEVCTX_REQUIRE_GPU=1 but {module_name} is not installed")
+        pytest.skip(f"{module_name} is not installed")
