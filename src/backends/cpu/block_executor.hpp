@@ -141,7 +141,7 @@ class BlockExecutor {
   [[nodiscard]] std::uint32_t running_thread() const;
   [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
-  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me);
+  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me, std::source_location site);
   [[nodiscard]] FiberSp park_target(std::uint32_t me);
   [[nodiscard]] FiberSp next_target(std::uint32_t me);
   [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
