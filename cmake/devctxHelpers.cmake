@@ -14,6 +14,12 @@
 # devctx was built for (devctx_CUDA_ARCHITECTURES), as C++20, against the same CUDA runtime
 # library as devctx (static, or shared when devctx is a shared library: one runtime in the
 # process, so that devctx can launch the kernels these files register).
+#
+# Host-compiled kernel code gets -fstack-clash-protection (GCC and Clang): the CPU backend runs
+# kernels on fiber stacks with a guard region below each, and with the flag a frame larger than
+# the guard touches its pages in order and faults in the guard (reported as a stack overflow
+# naming the kernel) instead of jumping over it into another GPU thread's stack. Functions whose
+# frames fit in a page compile to the same code (bench/cpu/stack_clash_cost.sh measures it).
 macro(devctx_add_kernels target)
   if(NOT TARGET devctx::devctx)
     message(FATAL_ERROR "devctx_add_kernels(${target} ...): there is no target devctx::devctx here; "
@@ -48,6 +54,11 @@ endmacro()
 
 function(_devctx_add_kernels target)
   target_sources(${target} PRIVATE ${ARGN})
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    set_property(SOURCE ${ARGN} TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS
+      $<$<COMPILE_LANGUAGE:CXX>:-fstack-clash-protection>
+      $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fstack-clash-protection>)
+  endif()
   get_target_property(cuda devctx::devctx DEVCTX_CUDA)
   if(NOT cuda)
     return()

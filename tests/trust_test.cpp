@@ -1,7 +1,7 @@
 // tests/trust_test.cpp - the defects of issue 10, each shown by a test that failed before its
-// fix: overlapping copies (every backend), a device-level wait that covers work left on dropped
-// contexts (every backend), and on the CPU backend: address-space limits, copies that throw,
-// fiber stack overflows and bad DEVCTX_CPU_THREADS values.
+// fix: overlapping copies and a device-level wait that covers work left on dropped contexts
+// (every backend), and on the CPU backend: address-space limits, copies that throw, fiber stack
+// overflows and bad DEVCTX_CPU_THREADS values.
 //
 // The CPU tests that need a process of their own (a lowered address-space limit, an environment
 // variable read when the device starts, a crash report) run their body in a child process
@@ -10,6 +10,7 @@
 // each such group as its own entry (tests/CMakeLists.txt).
 #include "support/test_support.hpp"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -98,6 +100,30 @@ DEVCTX_KERNEL void big_frame(devctx::span<std::uint32_t> out, unsigned with_barr
 #endif
 }
 
+#if !defined(__CUDA_ARCH__) && defined(__GNUC__) && !defined(__clang__)
+#define DEVCTX_TEST_UNPROBED_FRAME 1
+constexpr std::size_t kGuardFrame = 40 * 1024;
+/// A frame of 40 KiB touched at its lowest address first, compiled without stack-clash probes
+/// (as kernel code built without devctx_add_kernels would be): only the guard's size catches it.
+[[gnu::optimize("no-stack-clash-protection"), gnu::noinline]] unsigned unprobed_frame(unsigned seed) {
+  volatile unsigned char big[kGuardFrame];
+  big[0] = static_cast<unsigned char>(seed);
+  big[kGuardFrame - 1] = big[0];
+  return big[0] + big[kGuardFrame - 1];
+}
+#endif
+
+DEVCTX_KERNEL void guard_frame(devctx::span<std::uint32_t> out) {
+#if defined(DEVCTX_TEST_UNPROBED_FRAME)
+  devctx::barrier();
+  const auto i = devctx::global_idx().x;
+  const unsigned r = unprobed_frame(unsigned(i));
+  if (i < out.size()) out[i] = r;
+#else
+  (void)out;
+#endif
+}
+
 // ---- process helpers (the CPU-only tests) ----------------------------------------------------------
 
 /// The process's address space in use (VmSize), in bytes.
@@ -118,7 +144,14 @@ std::size_t address_space_in_use() {
 
 /// Limits the process's address space to what it uses now plus `headroom` (as `ulimit -v`
 /// would, but relative to this process, so the test does not depend on its binary's size).
+///
+/// Every thread also shares glibc's main malloc arena from here on: by default glibc gives each
+/// thread that allocates an arena of its own, reserving 64 MiB of address space (mallopt(3)),
+/// and whichever of that and the fiber stacks comes first would take the headroom, so what
+/// fails would depend on thread timing. Under a real `ulimit -v`, MALLOC_ARENA_MAX=1 or 2
+/// does the same.
 void limit_address_space(std::size_t headroom) {
+  ASSERT_EQ(mallopt(M_ARENA_MAX, 1), 1);
   rlimit limit{};
   ASSERT_EQ(getrlimit(RLIMIT_AS, &limit), 0);
   limit.rlim_cur = address_space_in_use() + headroom;
@@ -236,6 +269,70 @@ TEST_P(Overlap, AdjacentSlicesOfOneBufferCopyExactly) {
 }
 
 // ================================================================================================
+// Item 8: work left running on a dropped context or stream is covered by a device-level wait,
+// DeviceContext::synchronize_device() (cudaDeviceSynchronize on CUDA), on every backend.
+// ================================================================================================
+
+class DeviceWait : public BackendTest {};
+DEVCTX_INSTANTIATE_BACKEND_TESTS(DeviceWait);
+
+TEST_P(DeviceWait, SynchronizeDeviceCoversWorkLeftOnDroppedContextsAndStreams) {
+  const std::size_t n = std::size_t{1} << 21;
+  const unsigned rounds = 8;
+  const auto values = devctx_test::random_vector<std::uint32_t>(rng, n, 0, 0xFFFF0000u);
+  auto expected = values;
+  for (auto& x : expected) x += rounds;
+  // Host buffers of this context, written by work of contexts and streams dropped before it ends.
+  auto h_context = ctx().enqueue_create_host_buffer<std::uint32_t>(n);
+  auto h_stream = ctx().enqueue_create_host_buffer<std::uint32_t>(n);
+  ctx().synchronize();
+  std::fill(h_context.begin(), h_context.end(), devctx_test::poison_value<std::uint32_t>());
+  std::fill(h_stream.begin(), h_stream.end(), devctx_test::poison_value<std::uint32_t>());
+  {
+    DeviceContext other{api()};
+    auto d = devctx_test::upload(other, values);
+    for (unsigned r = 0; r < rounds; ++r) other.enqueue_function<add_one>(cover(n), d);
+    other.enqueue_copy(h_context, d);
+    auto s = other.create_stream();
+    auto d2 = devctx_test::upload(s, values);
+    for (unsigned r = 0; r < rounds; ++r) s.enqueue_function<add_one>(cover(n), d2);
+    s.enqueue_copy(h_stream, d2);
+  }  // the context, its stream and the device buffers are gone; their work may still run
+  ctx().synchronize_device();
+  EXPECT_TRUE(devctx_test::all_equal(expected, std::vector<std::uint32_t>(h_context.begin(), h_context.end())));
+  EXPECT_TRUE(devctx_test::all_equal(expected, std::vector<std::uint32_t>(h_stream.begin(), h_stream.end())));
+}
+
+/// Throws in block 0, thread 0 (the CPU backend runs kernels as C++; device code cannot throw).
+DEVCTX_KERNEL void throw_once(devctx::span<std::uint32_t> out) {
+#if !defined(__CUDA_ARCH__)
+  if (devctx::global_idx().x == 0) throw std::runtime_error("planted failure");
+#endif
+  const auto i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = 1;
+}
+
+TEST_P(DeviceWait, SynchronizeDeviceReportsOnlyThisContextsFailures) {
+  if (!on_cpu()) GTEST_SKIP() << "a kernel can throw only on the CPU backend";
+  DeviceContext other{api()};
+  auto d_other = other.enqueue_create_buffer<std::uint32_t>(256);
+  other.enqueue_function<throw_once>(cover(256), d_other);
+  // Nothing failed on this context: the other context's failure stays with it.
+  ctx().synchronize_device();
+  const auto e_other = error_of([&] { other.synchronize(); });
+  ASSERT_TRUE(e_other);
+  EXPECT_THAT(e_other->what(), HasSubstr("planted failure"));
+  // A failure of this context's own work is reported, after all of the device's work.
+  auto d = ctx().enqueue_create_buffer<std::uint32_t>(256);
+  ctx().enqueue_function<throw_once>(cover(256), d);
+  const auto e = error_of([&] { ctx().synchronize_device(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::kernel_failed) << e->what();
+  EXPECT_THAT(e->what(), HasSubstr("planted failure"));
+  ctx().synchronize();  // reported once
+}
+
+// ================================================================================================
 // Defect 2: address-space limits (`ulimit -v`). Fiber stacks are reserved when a launch needs
 // them and in proportion to its block size; a reservation that fails fails that launch, reported
 // at synchronize(); copies need no stacks at all; the device recovers once memory is free.
@@ -255,7 +352,8 @@ void expect_block_sums(const std::vector<std::uint32_t>& in, const std::vector<s
 void round_trip_4k(DeviceContext& ctx, std::mt19937_64& rng) {
   const auto values = devctx_test::random_vector<std::uint32_t>(rng, 1024, 0, 0xFFFFFFFEu);
   auto d = devctx_test::upload(ctx, values);
-  ctx.enqueue_function<add_one>(cover(values.size()), d);
+  // Blocks of 64: each thread that runs them reserves 65 fiber stacks (8 MiB of address space).
+  ctx.enqueue_function<add_one>(cover(values.size(), 64), d);
   auto expected = values;
   for (auto& x : expected) x += 1;
   EXPECT_TRUE(devctx_test::all_equal(expected, download(ctx, d)));
@@ -323,7 +421,7 @@ TEST(CpuAddressSpace, RoundTripsWorkAgainOnceBuffersAreDropped) {
     auto rng = devctx_test::test_rng();
     setenv("DEVCTX_CPU_THREADS", "2", 1);
     DeviceContext ctx{Api::cpu};
-    limit_address_space(64 * kMiB);
+    limit_address_space(128 * kMiB);
     {
       std::vector<devctx::DeviceBuffer<std::uint32_t>> hog;
       const auto e = error_of([&] {
@@ -394,7 +492,7 @@ TEST(CpuAddressSpace, ACopyThatThrowsNeverRuns) {
 namespace {
 
 constexpr const char* kOverflowReport =
-    "stack overflow.*kernel 'recurse'.*block \\([0-9]+, 0, 0\\).*thread \\([0-9]+, 0, 0\\).*DEVCTX_CPU_STACK_BYTES";
+    "stack overflow.*kernel '[^']*recurse'.*block \\([0-9]+, 0, 0\\).*thread \\([0-9]+, 0, 0\\).*DEVCTX_CPU_STACK_BYTES";
 
 void run_overflowing(unsigned with_barrier, bool big) {
   no_core_files();
@@ -422,9 +520,31 @@ TEST(CpuStackOverflow, DeepRecursionOnAFiberIsReported) {
 
 TEST(CpuStackOverflow, AFrameLargerThanTheGuardIsReported) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const char* report = "stack overflow.*kernel 'big_frame'.*block.*thread.*DEVCTX_CPU_STACK_BYTES";
+  const char* report = "stack overflow.*kernel '[^']*big_frame'.*block.*thread.*DEVCTX_CPU_STACK_BYTES";
   EXPECT_EXIT(run_overflowing(0, true), testing::KilledBySignal(SIGSEGV), report);
   EXPECT_EXIT(run_overflowing(1, true), testing::KilledBySignal(SIGSEGV), report);
+}
+
+TEST(CpuStackOverflow, AFrameWithinTheGuardIsReportedWithoutStackClashProbes) {
+#if defined(DEVCTX_TEST_UNPROBED_FRAME)
+  // 16 KiB stacks: a 40 KiB frame lands below the stack, in its guard (at least 32 KiB; before,
+  // one 4 KiB page, so the write went into the stack of the thread below).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        no_core_files();
+        setenv("DEVCTX_CPU_STACK_BYTES", "16384", 1);
+        setenv("DEVCTX_CPU_THREADS", "1", 1);
+        DeviceContext ctx{Api::cpu};
+        auto out = ctx.enqueue_create_buffer<std::uint32_t>(64);
+        ctx.enqueue_function<guard_frame>({.grid_dim = 1, .block_dim = 64}, out);
+        ctx.synchronize();
+        std::_Exit(0);
+      },
+      testing::KilledBySignal(SIGSEGV), "stack overflow.*kernel '[^']*guard_frame'.*DEVCTX_CPU_STACK_BYTES=16384");
+#else
+  GTEST_SKIP() << "needs GCC's optimize attribute to compile a frame without stack-clash probes";
+#endif
 }
 
 TEST(CpuStackOverflow, ASegfaultThatIsNotAnOverflowReachesThePreviousHandler) {

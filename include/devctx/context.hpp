@@ -64,8 +64,18 @@ class DeviceContext : public StreamRef {
 
   /// Blocks until everything enqueued on this context has finished: its default stream and
   /// every stream created from it. Throws devctx::Error for the first failure among that work
-  /// (and forgets it: the context stays usable).
+  /// (and forgets it: the context stays usable). Work of other contexts, including work left
+  /// running by contexts and streams already dropped, is not waited for: see
+  /// synchronize_device().
   void synchronize();
+
+  /// Blocks until all work on this context's device has finished: every stream of every
+  /// DeviceContext of that device in this process, including work left running by contexts and
+  /// streams that were dropped (on CUDA this is cudaDeviceSynchronize, which also waits for work
+  /// that other libraries enqueued on the device). Then reports as synchronize() does: the
+  /// first failure among this context's own work. Failures of another context's work stay
+  /// with that context; those of work whose context or stream was dropped are never reported.
+  void synchronize_device();
 
  private:
   friend Stream detail::context_wrap_native_stream(DeviceContext& context, void* native);

@@ -84,6 +84,11 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// Checks launch limits that only the backend knows (e.g. the kernel's own register-limited
   /// maximum block size on CUDA). Throws Error(invalid_launch). Default: nothing more to check.
   virtual void check_kernel_limits(const KernelLaunch& /*launch*/) {}
+  /// Blocks until all work enqueued so far on every queue of this device has finished, including
+  /// queues whose contexts and streams were dropped (DeviceContext::synchronize_device). Reports
+  /// no failure of that work (each queue keeps its own for its synchronize); throws only when
+  /// the device itself has failed (CUDA: a sticky error).
+  virtual void synchronize_device() = 0;
 
   /// A queue over a native stream made elsewhere (a cudaStream_t on CUDA), which it never
   /// destroys. Throws Error(not_available) on a backend without native streams (the default).

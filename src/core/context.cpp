@@ -139,6 +139,11 @@ class ContextImpl {
     if (first) std::rethrow_exception(first);
   }
 
+  void synchronize_device() {
+    device_->synchronize_device();
+    synchronize();
+  }
+
  private:
   std::shared_ptr<DeviceImpl> device_;
   bool checking_;
@@ -194,6 +199,7 @@ const DeviceInfo& DeviceContext::info() const { return impl().device().info(); }
 bool DeviceContext::checking() const { return impl().checking(); }
 Stream DeviceContext::create_stream() { return impl().create_stream(); }
 void DeviceContext::synchronize() { impl().synchronize(); }
+void DeviceContext::synchronize_device() { impl().synchronize_device(); }
 
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");

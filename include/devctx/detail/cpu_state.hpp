@@ -104,10 +104,12 @@ inline void phase_end() {
 
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.
 inline void* shared_array(const void* site, std::size_t bytes, std::size_t align) {
-  const ThreadState& st = tls;
-  if (st.executor != nullptr)
-    for (unsigned i = 0; i < st.shared_count; ++i)
-      if (st.shared_sites[i] == site) return st.shared_addresses[i];
+  // tls by name, never through a reference: g++ 12 with -fsanitize=address,undefined checks a
+  // reference to a thread_local for null with a branch on stale flags (lea sets none), a false
+  // "member access within null pointer" (examples/06_attention in the sanitizer CI job).
+  if (tls.executor != nullptr)
+    for (unsigned i = 0; i < tls.shared_count; ++i)
+      if (tls.shared_sites[i] == site) return tls.shared_addresses[i];
   return static_shared(site, bytes, align);
 }
 

@@ -83,13 +83,12 @@ void BlockExecutor::prepare_for_this_thread(std::size_t stack_bytes, std::size_t
 BlockExecutor& BlockExecutor::of_this_thread() noexcept { return *this_thread_executor_ptr; }
 
 BlockExecutor::BlockExecutor(std::size_t stack_bytes, std::size_t shared_limit)
-    : stacks_(stack_bytes, kMaxBlockThreads + 1),
+    : stacks_(stack_bytes),
       shared_(shared_limit),
       warp_slots_(cache_line_bytes(32 * 32 * kWarpSlotBytes)) {
   // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
   fiber_storage_.reset(new Fiber[kMaxBlockThreads + kPrefetchAhead]);
   bs_.fibers = fiber_storage_.get();
-  bs_.stack_base = stacks_.base();
   bs_.shift = stacks_.shift();
 }
 
@@ -133,8 +132,9 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
 RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end,
                                      const std::atomic<bool>& stop, bool want_why) {
   RangeResult result;
-  enter_launch(task);
   const KernelLaunch& launch = task.launch;
+  if (!launch.block_level && !reserve_stacks(task, result)) return result;
+  enter_launch(task);
   const Dim3 g = launch.config.grid_dim;
   // The first block's index takes divisions; the rest step through x, then y, then z.
   unsigned x = unsigned(begin % g.x), y = unsigned((begin / g.x) % g.y), z = unsigned(begin / (std::uint64_t(g.x) * g.y));
@@ -199,6 +199,33 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
   return result;
 }
 
+// A stack for each thread of a block plus the plain loop's, reserved for the largest block size
+// this executor has run so far: a launch needs no more address space than its blocks use, and
+// a failure is this launch's error at synchronize, not a dead worker. Fibers parked by an
+// earlier range are never resumed (a range starts on the plain path), so the region may move.
+bool BlockExecutor::reserve_stacks(const BlockTask& task, RangeResult& result) {
+  const std::size_t threads = task.launch.config.block_dim.volume();
+  try {
+    stacks_.reserve(threads + 1);
+    bs_.stack_base = stacks_.base();
+    return true;
+  } catch (const Error& e) {
+    bs_.stack_base = 0;
+    try {
+      result.failure = BlockFailure{
+          Errc::out_of_memory,
+          concat("kernel '", task.launch.name, "' could not start: its blocks of ", threads, " threads need ",
+                 threads + 1, " fiber stacks on each thread that runs them, and there was no room: ", e.what(),
+                 ". Free memory, raise the address-space limit (ulimit -v), or use smaller blocks or a smaller "
+                 "DEVCTX_CPU_STACK_BYTES (now ",
+                 stacks_.stack_bytes(), ")")};
+    } catch (...) {
+      result.failure = BlockFailure{Errc::out_of_memory, {}};
+    }
+    return false;
+  }
+}
+
 void BlockExecutor::plain_entry(void* self) {
   auto* e = static_cast<BlockExecutor*>(self);
   try {
@@ -220,21 +247,27 @@ void BlockExecutor::record_current_exception() {
   start_aborting();
   if (failed_) return;
   failed_ = true;
-  const std::string where = concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_),
-                                   ", thread ", to_string(tls.thread_idx), ": ");
   try {
-    throw;
-  } catch (const check::Report& r) {
-    // A report about several threads names them itself.
-    failure_ = {r.code(), r.about_current_thread() ? where + r.what()
-                                                   : concat("kernel '", task_->launch.name, "' failed in block ",
-                                                            to_string(block_idx_), ": ", r.what())};
-  } catch (const Error& e) {
-    failure_ = {e.code(), where + e.what()};
-  } catch (const std::exception& e) {
-    failure_ = {Errc::kernel_failed, concat(where, demangled(typeid(e).name()), ": ", e.what())};
+    const std::string where = concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_),
+                                     ", thread ", to_string(tls.thread_idx), ": ");
+    try {
+      throw;
+    } catch (const check::Report& r) {
+      // A report about several threads names them itself.
+      failure_ = {r.code(), r.about_current_thread() ? where + r.what()
+                                                     : concat("kernel '", task_->launch.name, "' failed in block ",
+                                                              to_string(block_idx_), ": ", r.what())};
+    } catch (const Error& e) {
+      failure_ = {e.code(), where + e.what()};
+    } catch (const std::exception& e) {
+      failure_ = {Errc::kernel_failed, concat(where, demangled(typeid(e).name()), ": ", e.what())};
+    } catch (...) {
+      failure_ = {Errc::kernel_failed, where + "an exception of unknown type was thrown"};
+    }
   } catch (...) {
-    failure_ = {Errc::kernel_failed, where + "an exception of unknown type was thrown"};
+    // No memory left to describe the failure (this runs inside a fiber, where nothing may
+    // escape): the code alone, which the queue's report spells out.
+    failure_ = {Errc::out_of_memory, {}};
   }
 }
 

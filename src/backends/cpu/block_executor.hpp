@@ -27,6 +27,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <devctx/error.hpp>
@@ -36,6 +37,7 @@
 #include "backends/cpu/arenas.hpp"
 #include "backends/cpu/check/checker.hpp"
 #include "backends/cpu/fiber.hpp"
+#include "backends/cpu/stack_overflow.hpp"
 #include "backends/cpu/fiber_abi.hpp"
 
 namespace devctx::detail::cpu {
@@ -84,9 +86,10 @@ class BlockExecutor {
   BlockExecutor(const BlockExecutor&) = delete;
   BlockExecutor& operator=(const BlockExecutor&) = delete;
 
-  /// Creates the calling thread's executor unless it has one: a worker's when it starts, a
-  /// waiting host thread's before it first claims work to help with. Throws
-  /// Error(out_of_memory) when the stacks cannot be reserved.
+  /// Creates the calling thread's executor unless it has one: a worker's, or a waiting host
+  /// thread's, before the first kernel part it runs. Throws Error(out_of_memory) or
+  /// std::bad_alloc when its memory cannot be allocated (the thread then has none, and the next
+  /// call tries again). Fiber stacks are not reserved here but by run_range, as launches need them.
   static void prepare_for_this_thread(std::size_t stack_bytes, std::size_t shared_limit);
   /// The calling thread's executor; prepare_for_this_thread has made it.
   [[nodiscard]] static BlockExecutor& of_this_thread() noexcept;
@@ -95,9 +98,18 @@ class BlockExecutor {
   /// after another. Stops early when `stop` becomes true (another worker's block failed) or a
   /// block fails. With `want_why`, reports the reason the first block went cooperative. State
   /// that is the same for every block of the launch is set once per range, so the per-block
-  /// cost of a block-level kernel is little more than the call to it.
+  /// cost of a block-level kernel is little more than the call to it. A thread-level kernel's
+  /// range first makes sure of a fiber stack per thread of its blocks (plus the plain loop's);
+  /// when they cannot be reserved, the range fails with out_of_memory before any block runs.
   [[nodiscard]] RangeResult run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end,
                                       const std::atomic<bool>& stop, bool want_why);
+
+  // What the SIGSEGV handler asks the executor of the faulting thread (async-signal-safe).
+  /// Whether `address` is in the guard region of one of this executor's fiber stacks.
+  [[nodiscard]] bool in_stack_guard(std::uintptr_t address) const noexcept { return stacks_.in_guard(address); }
+  /// The kernel whose range is running (valid while tls.executor is this executor).
+  [[nodiscard]] std::string_view kernel_name() const noexcept { return task_->launch.name; }
+  [[nodiscard]] std::size_t stack_bytes() const noexcept { return stacks_.stack_bytes(); }
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
 #if DEVCTX_FIBER_FAST_BARRIER
@@ -122,6 +134,7 @@ class BlockExecutor {
 
  private:
   // block_executor.cpp: the range, the plain path, failures.
+  [[nodiscard]] bool reserve_stacks(const BlockTask& task, RangeResult& result);
   void enter_launch(const BlockTask& task);
   void set_block(unsigned bx, unsigned by, unsigned bz);
   static void plain_entry(void* self);
@@ -172,6 +185,7 @@ class BlockExecutor {
   BarrierState bs_;
 
   StackPool stacks_;
+  OverflowReporter overflow_reporter_;  // this thread's signal stack, for the SIGSEGV handler
   std::unique_ptr<Fiber[]> fiber_storage_;
   SharedArena shared_;
   PerThreadArena per_thread_;

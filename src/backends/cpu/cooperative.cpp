@@ -2,6 +2,7 @@
 // thread from the first barrier or warp operation on, the scheduler that switches between them
 // at barriers and warp operations, parking at thread ends, divergence and aborts.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "backends/cpu/block_executor.hpp"
@@ -57,9 +58,10 @@ Dim3 BlockExecutor::thread_coords(std::uint32_t j) const {
 [[gnu::always_inline]] inline void BlockExecutor::prefetch_ahead(std::uint32_t j) const {
   std::uint32_t k = j + kPrefetchAhead;
   if (k >= bs_.n) k -= bs_.n - bs_.first;
-  const auto* sp = static_cast<const char*>(fibers()[k].sp);
-  __builtin_prefetch(sp);
-  __builtin_prefetch(sp + 64);
+  // As an integer: a fiber that has never run has a null sp, and null + 64 is undefined.
+  const auto sp = reinterpret_cast<std::uintptr_t>(fibers()[k].sp);
+  __builtin_prefetch(reinterpret_cast<const void*>(sp));
+  __builtin_prefetch(reinterpret_cast<const void*>(sp + 64));
 }
 
 // Runs the current block in the fibers parked by the previous one (thread j in fiber j). Every

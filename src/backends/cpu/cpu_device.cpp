@@ -35,21 +35,35 @@ std::string cpu_model() {
 }
 
 void worker_main(Pool& pool) {
-  BlockExecutor::prepare_for_this_thread(pool.stack_bytes, kSharedLimit);
+  // No block executor yet: a kernel's part makes it when the worker first runs one (and fails
+  // that launch, not the worker, when it cannot). Copies and fills need none.
   std::unique_lock lock(pool.mutex);
   for (;;) {
-    pool.work.wait(lock, [&] { return pool.stopping || (!pool.active.empty() && pool.running < pool.capacity); });
-    if (pool.active.empty()) return;  // stopping
-    pool.run_part(lock, pool.round_robin++ % pool.active.size(), false);
+    pool.work.wait(lock, [&] { return pool.stopping || (pool.first_active != nullptr && pool.running < pool.capacity); });
+    if (pool.first_active == nullptr) return;  // stopping
+    pool.run_part(lock, pool.first_active, false);
   }
 }
 
 }  // namespace
 
-void Pool::run_part(std::unique_lock<std::mutex>& lock, std::size_t slot, bool helping) {
-  Op* op = active[slot];
+void Pool::activate(Op* op) noexcept {
+  op->next_active = nullptr;
+  op->prev_active = last_active;
+  (last_active != nullptr ? last_active->next_active : first_active) = op;
+  last_active = op;
+}
+
+void Pool::deactivate(Op* op) noexcept {
+  (op->prev_active != nullptr ? op->prev_active->next_active : first_active) = op->next_active;
+  (op->next_active != nullptr ? op->next_active->prev_active : last_active) = op->prev_active;
+  op->prev_active = op->next_active = nullptr;
+}
+
+void Pool::run_part(std::unique_lock<std::mutex>& lock, Op* op, bool helping) noexcept {
   const std::size_t part = op->next_part++;
-  if (op->next_part >= op->parts) active.erase(active.begin() + std::ptrdiff_t(slot));
+  deactivate(op);
+  if (op->next_part < op->parts) activate(op);  // its next part goes after the other active ops'
   ++running;
   lock.unlock();
   op->run_part(part);
@@ -57,20 +71,14 @@ void Pool::run_part(std::unique_lock<std::mutex>& lock, std::size_t slot, bool h
   --running;
   if (helping) work.notify_one();
   if (++op->done_parts == op->parts) {
-    std::vector<std::shared_ptr<CpuQueue>> keep;  // released after the lock
-    op->queue->complete(op, keep);
-    lock.unlock();
-    keep.clear();
-    lock.lock();
+    op->queue->complete(op);
+    CpuQueue::release_idle(*this, lock);
   }
 }
 
 CpuDevice::CpuDevice() : pool_(std::make_shared<Pool>()) {
   const CpuSettings settings = read_settings();
   const std::size_t workers = settings.workers;
-  // Each worker reserves address space for a stack per thread of the largest block; reserving it
-  // once here turns a failure into an error from the device's creation, not a dead worker.
-  { const StackPool probe(settings.stack_bytes, kMaxBlockThreads + 1); }
   pool_->stack_bytes = settings.stack_bytes;
   info_.api = Api::cpu;
   info_.id = 0;
@@ -83,12 +91,27 @@ CpuDevice::CpuDevice() : pool_(std::make_shared<Pool>()) {
   info_.warp_size = 32;
   info_.total_memory_bytes = host_memory_bytes();
   pool_->capacity = workers;
-  for (std::size_t i = 0; i < workers; ++i) pool_->threads.emplace_back([pool = pool_] { worker_main(*pool); });
+  pool_->threads.reserve(workers);
+  pool_->ids.reserve(workers);
+  for (std::size_t i = 0; i < workers; ++i) {
+    try {
+      pool_->threads.emplace_back([pool = pool_] { worker_main(*pool); });
+    } catch (const std::exception& e) {
+      // A thread the system will not start (too many threads, or no memory for its stack):
+      // the device does not exist, and neither do the workers it started.
+      stop_workers();
+      fail(Errc::out_of_memory, "CPU device: cannot start worker thread ", i + 1, " of ", workers, " (", e.what(),
+           "); the ", i, " already started were stopped. Set DEVCTX_CPU_THREADS to fewer workers or raise the "
+           "system's limits on threads and memory");
+    }
+  }
   const std::lock_guard lock(pool_->mutex);
   for (const auto& t : pool_->threads) pool_->ids.push_back(t.get_id());
 }
 
-CpuDevice::~CpuDevice() {
+CpuDevice::~CpuDevice() { stop_workers(); }
+
+void CpuDevice::stop_workers() noexcept {
   {
     const std::lock_guard lock(pool_->mutex);
     pool_->stopping = true;
@@ -97,26 +120,48 @@ CpuDevice::~CpuDevice() {
   // The last reference may be dropped by a worker finishing the last op: it cannot join itself.
   const bool on_worker = std::find(pool_->ids.begin(), pool_->ids.end(), std::this_thread::get_id()) != pool_->ids.end();
   for (auto& t : pool_->threads) {
+    if (!t.joinable()) continue;
     if (on_worker) t.detach();
     else t.join();
   }
 }
 
 std::shared_ptr<QueueImpl> CpuDevice::create_queue() {
-  return std::make_shared<CpuQueue>(std::static_pointer_cast<CpuDevice>(shared_from_this()));
+  auto queue = std::make_shared<CpuQueue>(std::static_pointer_cast<CpuDevice>(shared_from_this()));
+  const std::lock_guard lock(pool_->mutex);
+  std::erase_if(queues_, [](const std::weak_ptr<CpuQueue>& q) { return q.expired(); });
+  queues_.push_back(queue);
+  return queue;
 }
 
-bool CpuDevice::help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) {
-  auto& active = pool_->active;
-  const auto it = std::find_if(active.begin(), active.end(), [&](const Op* op) { return op->queue == queue; });
-  if (it == active.end() || pool_->running >= pool_->capacity) return false;
-  BlockExecutor::prepare_for_this_thread(pool_->stack_bytes, kSharedLimit);  // before claiming: it may throw
-  pool_->run_part(lock, std::size_t(it - active.begin()), true);
+void CpuDevice::synchronize_device() {
+  check_not_in_kernel(*this, "synchronize_device");
+  std::unique_lock lock(pool_->mutex);
+  // The queues with work now (dropped contexts' and streams' included: a queue with work holds
+  // itself), each waited for up to its last operation enqueued before this call.
+  std::vector<std::pair<std::shared_ptr<CpuQueue>, std::uint64_t>> busy;
+  busy.reserve(queues_.size());
+  for (const auto& weak : queues_) {
+    auto q = weak.lock();
+    if (q == nullptr || q->reached(q->last_enqueued())) continue;
+    const std::uint64_t seq = q->last_enqueued();
+    busy.emplace_back(std::move(q), seq);
+  }
+  for (const auto& [queue, seq] : busy) queue->wait_until(lock, seq, false);
+  lock.unlock();  // the queues are released without the lock (a queue's last reference)
+}
+
+bool CpuDevice::help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) noexcept {
+  if (pool_->running >= pool_->capacity) return false;
+  Op* op = pool_->first_active;
+  while (op != nullptr && op->queue != queue) op = op->next_active;
+  if (op == nullptr || !op->can_run_here()) return false;
+  pool_->run_part(lock, op, true);
   return true;
 }
 
-void CpuDevice::dispatch(Op* op) {
-  pool_->active.push_back(op);
+void CpuDevice::dispatch(Op* op) noexcept {
+  pool_->activate(op);
   if (op->parts > 1) pool_->work.notify_all();
   else pool_->work.notify_one();
 }

@@ -28,17 +28,25 @@ class CpuQueue;
 
 /// Shared by the device and its workers, so a worker never touches a destroyed device.
 struct [[gnu::visibility("hidden")]] Pool {
-  /// Claims the next part of active[slot], runs it on the calling thread with the lock
-  /// released, and completes its operation if that was the last part. The caller has checked
-  /// that running < capacity and has prepared its thread's BlockExecutor. `helping`: the caller
-  /// is a host thread that leaves the pool after this part, so a worker that waited for its
-  /// slot is woken (a worker itself goes on to claim the next part).
-  void run_part(std::unique_lock<std::mutex>& lock, std::size_t slot, bool helping);
+  /// Claims the next part of `op` (active), runs it on the calling thread with the lock
+  /// released, and completes the op if that was the last part. The caller has checked that
+  /// running < capacity and that the op can run on its thread. `helping`: the caller is a host
+  /// thread that leaves the pool after this part, so a worker that waited for its slot is woken
+  /// (a worker itself goes on to claim the next part). Never throws and allocates nothing.
+  void run_part(std::unique_lock<std::mutex>& lock, Op* op, bool helping) noexcept;
+
+  // The list of ops with unclaimed parts, linked through Op::prev_active/next_active: queueing
+  // an op must not allocate once it is in its queue (operations.hpp says why). Workers take the
+  // first op's next part and move that op to the end, so the active ops take turns.
+  void activate(Op* op) noexcept;
+  void deactivate(Op* op) noexcept;
 
   std::mutex mutex;
   std::condition_variable work;
-  std::vector<Op*> active;
-  std::size_t round_robin = 0;
+  Op* first_active = nullptr;
+  Op* last_active = nullptr;
+  /// Queues that became idle while holding a reference to themselves (CpuQueue::release_idle).
+  CpuQueue* first_idle = nullptr;
   /// Threads running a part now (workers and helping host threads), at most `capacity`, so that
   /// the device never runs more threads than it has workers.
   std::size_t running = 0;
@@ -52,12 +60,14 @@ struct [[gnu::visibility("hidden")]] Pool {
 class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
  public:
   /// Reads the settings (settings.hpp) and starts the workers. Throws Error(invalid_argument)
-  /// for a malformed setting and Error(out_of_memory) when fiber stacks cannot be reserved.
+  /// for a malformed setting, and Error(out_of_memory) when a worker thread cannot be started
+  /// (after stopping the ones that were).
   CpuDevice();
   ~CpuDevice() override;
 
   const DeviceInfo& info() const noexcept override { return info_; }
   std::shared_ptr<QueueImpl> create_queue() override;
+  void synchronize_device() override;
 
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
   [[nodiscard]] const std::shared_ptr<Pool>& pool_ptr() const noexcept { return pool_; }
@@ -67,15 +77,22 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
 
   /// Runs one unclaimed part of an operation of `queue` on the calling (host) thread, which is
   /// waiting for that queue anyway: a synchronize() then does not wait for a worker to wake up.
-  /// Pool lock held by `lock`, released while the part runs. False when there is no such part.
-  bool help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue);
+  /// Pool lock held by `lock`, released while the part runs. False when there is no such part,
+  /// or none this thread can run (it then waits for the workers). Never throws: a waiting
+  /// thread reports nothing but the failures of the work it waits for.
+  bool help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) noexcept;
   /// Makes `op`'s parts claimable; pool lock held.
-  void dispatch(Op* op);
+  void dispatch(Op* op) noexcept;
 
  private:
+  /// Stops the workers started so far and waits for them (all of them, unless called on one).
+  void stop_workers() noexcept;
+
   std::shared_ptr<Pool> pool_;
   DeviceInfo info_;
   check::ShadowRegistry written_;
+  /// Every queue of the device, for synchronize_device (guarded by the pool lock).
+  std::vector<std::weak_ptr<CpuQueue>> queues_;
 };
 
 }  // namespace devctx::detail::cpu

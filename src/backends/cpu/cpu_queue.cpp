@@ -12,73 +12,126 @@ namespace devctx::detail::cpu {
 
 CpuQueue::CpuQueue(std::shared_ptr<CpuDevice> device) : QueueImpl(*device), device_(std::move(device)) {}
 
+void check_not_in_kernel(const DeviceImpl& device, const char* operation) {
+  if (tls.mode != Mode::none)
+    fail(Errc::invalid_argument, operation, " was called from inside a kernel on ", device.label(),
+         "; kernels cannot wait for device work: wait on the host");
+}
+
 std::uint64_t CpuQueue::push(std::unique_ptr<Op> op) {
-  std::vector<std::shared_ptr<CpuQueue>> keep;
-  std::uint64_t seq;
-  {
-    const std::lock_guard lock(cpu().pool().mutex);
-    op->seq = seq = next_seq_++;
-    op->queue = this;
-    op->enqueued();
-    if (ops_.empty()) self_while_busy_ = std::static_pointer_cast<CpuQueue>(shared_from_this());
-    ops_.push_back(std::move(op));
-    pump(keep);
-  }
+  Pool& pool = cpu().pool();
+  std::unique_lock lock(pool.mutex);
+  const std::uint64_t seq = next_seq_;
+  op->seq = seq;
+  op->queue = this;
+  // The one step that can fail (std::bad_alloc); then nothing is queued. From here on the op
+  // runs and completes whatever happens.
+  ops_.push_back(std::move(op));
+  ++next_seq_;
+  ops_.back()->enqueued();
+  if (!self_while_busy_) self_while_busy_ = std::static_pointer_cast<CpuQueue>(shared_from_this());
+  pump();
+  release_idle(pool, lock);
   return seq;
 }
 
-void CpuQueue::pump(std::vector<std::shared_ptr<CpuQueue>>& keep) {
+void CpuQueue::pump() noexcept {
   while (!ops_.empty() && !head_dispatched_) {
     Op* op = ops_.front().get();
     if (const CpuEvent* event = op->awaited(); event != nullptr && !event->queue->reached(event->seq)) {
-      event->queue->waiters_.emplace_back(event->seq, std::static_pointer_cast<CpuQueue>(shared_from_this()));
+      if (waiting_for_ == 0) {  // not linked yet (pump runs again whenever work is added)
+        CpuQueue& target = *event->queue;
+        waiting_for_ = event->seq;
+        next_waiter_ = target.first_waiter_;
+        target.first_waiter_ = this;
+      }
       return;
     }
     head_dispatched_ = true;
     if (op->parts == 0) {
-      complete(op, keep);
+      complete(op);
       continue;
     }
     cpu().dispatch(op);
   }
 }
 
-void CpuQueue::complete(Op* op, std::vector<std::shared_ptr<CpuQueue>>& keep) {
-  if (std::optional<BlockFailure> failure = op->finish()) failures_.push_back({op->seq, std::move(*failure)});
+void CpuQueue::complete(Op* op) noexcept {
+  op->finish(failures_);
   completed_ = op->seq;
+  // Destroying the op may drop the last reference to another queue (a WaitOp's event), whose
+  // destructor takes no lock.
   ops_.pop_front();
   head_dispatched_ = false;
   done.notify_all();
-  std::vector<std::shared_ptr<CpuQueue>> ready;
-  std::erase_if(waiters_, [&](auto& w) {
-    if (w.first > completed_) return false;
-    if (auto q = w.second.lock()) ready.push_back(std::move(q));
-    return true;
-  });
-  for (auto& q : ready) {
-    q->pump(keep);
-    keep.push_back(std::move(q));
+  // Unlink the waiters this completion releases before pumping any of them: pumping may link
+  // queues anew. The released ones are chained through next_waiter_ meanwhile.
+  CpuQueue* ready = nullptr;
+  CpuQueue** ready_end = &ready;
+  for (CpuQueue** link = &first_waiter_; *link != nullptr;) {
+    CpuQueue* q = *link;
+    if (q->waiting_for_ > completed_) {
+      link = &q->next_waiter_;
+      continue;
+    }
+    *link = q->next_waiter_;
+    q->waiting_for_ = 0;
+    q->next_waiter_ = nullptr;
+    *ready_end = q;
+    ready_end = &q->next_waiter_;
   }
-  pump(keep);
-  if (ops_.empty() && self_while_busy_) keep.push_back(std::move(self_while_busy_));
+  while (ready != nullptr) {
+    CpuQueue* q = ready;
+    ready = q->next_waiter_;
+    q->next_waiter_ = nullptr;
+    q->pump();
+  }
+  pump();
+  if (ops_.empty()) note_idle();
+}
+
+void CpuQueue::note_idle() noexcept {
+  if (!self_while_busy_ || idle_listed_) return;
+  Pool& pool = cpu().pool();
+  idle_listed_ = true;
+  next_idle_ = pool.first_idle;
+  pool.first_idle = this;
+}
+
+void CpuQueue::release_idle(Pool& pool, std::unique_lock<std::mutex>& lock) noexcept {
+  while (CpuQueue* q = pool.first_idle) {
+    pool.first_idle = q->next_idle_;
+    q->next_idle_ = nullptr;
+    q->idle_listed_ = false;
+    if (!q->ops_.empty()) continue;  // given work again meanwhile: it keeps itself
+    std::shared_ptr<CpuQueue> last = std::move(q->self_while_busy_);
+    lock.unlock();
+    last.reset();
+    lock.lock();
+  }
 }
 
 void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq, bool report) {
-  // Kernel code waiting for device work would wait for its own launch forever (and on a GPU it
-  // could not call the host API at all).
-  if (tls.mode != Mode::none)
-    fail(Errc::invalid_argument, "synchronize (or an event or pageable-copy wait) was called from inside a kernel "
-                                 "on ", device().label(), "; kernels cannot wait for device work: wait on the host");
+  check_not_in_kernel(device(), "synchronize (or an event or pageable-copy wait)");
   while (completed_ < seq) {
     if (!cpu().help(lock, this)) done.wait(lock);
   }
   if (!report) return;
-  auto first = std::find_if(failures_.begin(), failures_.end(), [&](const QueuedFailure& f) { return f.seq <= seq; });
+  auto covered = [&](const QueuedFailure& f) { return f.seq <= seq; };
+  const auto first = std::find_if(failures_.begin(), failures_.end(), covered);
   if (first == failures_.end()) return;
-  const BlockFailure failure = first->failure;
-  const auto more = std::count_if(failures_.begin(), failures_.end(), [&](const QueuedFailure& f) { return f.seq <= seq; }) - 1;
-  std::erase_if(failures_, [&](const QueuedFailure& f) { return f.seq <= seq; });
-  throw Error(failure.code, more > 0 ? concat(failure.message, " (and ", more, " later failure(s) on this stream)") : failure.message);
+  // Taken out before the message is built: forgotten even if building it fails.
+  std::list<QueuedFailure> reported;
+  reported.splice(reported.end(), failures_, first);
+  const auto more = std::count_if(failures_.begin(), failures_.end(), covered);
+  failures_.remove_if(covered);
+  const BlockFailure& failure = reported.front().failure;
+  std::string message = failure.message.empty()
+                            ? concat("a kernel failed on ", device().label(),
+                                     ", and there was no memory left to describe the failure")
+                            : failure.message;
+  if (more > 0) message += concat(" (and ", more, " later failure(s) on this stream)");
+  throw Error(failure.code, message);
 }
 
 // ---- the QueueImpl interface --------------------------------------------------------------------
@@ -114,8 +167,12 @@ void CpuQueue::free(void* data, std::size_t, MemKind) noexcept {
 }
 
 void CpuQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
+  const bool waits = dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable;
+  // Everything that can refuse the copy comes before it is queued: once queued, it runs, and
+  // the wait below (which helps, or sleeps) throws nothing.
+  if (waits) check_not_in_kernel(device(), "enqueue_copy with ordinary host memory");
   const std::uint64_t seq = push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers(), cpu().written()));
-  if (dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable) {
+  if (waits) {
     std::unique_lock lock(cpu().pool().mutex);
     wait_until(lock, seq, false);
   }
@@ -126,7 +183,8 @@ void CpuQueue::fill(void* dst, MemKind, std::size_t count, const void* value, st
 }
 
 void CpuQueue::launch(const KernelLaunch& launch) {
-  push(std::make_unique<KernelOp>(launch, cpu().workers(), device().label(), cpu().written(), checking()));
+  push(std::make_unique<KernelOp>(launch, cpu().workers(), device().label(), cpu().pool().stack_bytes,
+                                  device().info().max_shared_bytes_per_block, cpu().written(), checking()));
 }
 
 void CpuQueue::synchronize() {

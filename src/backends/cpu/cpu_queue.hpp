@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -20,11 +21,6 @@ class CpuDevice;
 struct Pool;
 
 // Hidden, as the operations are (operations.hpp says why).
-struct [[gnu::visibility("hidden")]] QueuedFailure {
-  std::uint64_t seq;
-  BlockFailure failure;
-};
-
 class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
  public:
   explicit CpuQueue(std::shared_ptr<CpuDevice> device);
@@ -39,23 +35,34 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   std::shared_ptr<EventImpl> record_event() override;
   void wait_for(const std::shared_ptr<EventImpl>& event) override;
 
-  // Called under the pool lock. Queues whose last reference must not be dropped under the lock
-  // go to `keep`, which the caller clears after unlocking.
+  // Called under the pool lock. None of these allocates or throws: an operation that is in its
+  // queue always runs and completes (operations.hpp says why).
   /// Hands the head operation to the pool (or completes it, if it has no parts) once it may run.
-  void pump(std::vector<std::shared_ptr<CpuQueue>>& keep);
-  /// `op`, the head, has finished: records its failure, pops it and pumps this queue and the
-  /// queues waiting for it.
-  void complete(Op* op, std::vector<std::shared_ptr<CpuQueue>>& keep);
-  [[nodiscard]] bool reached(std::uint64_t seq) const { return completed_ >= seq; }
+  void pump() noexcept;
+  /// `op`, the head, has finished: queues its failure, pops it and pumps this queue and the
+  /// queues waiting for it. A queue left without work is put on the pool's idle list; the
+  /// caller calls release_idle once it may release the lock.
+  void complete(Op* op) noexcept;
+  [[nodiscard]] bool reached(std::uint64_t seq) const noexcept { return completed_ >= seq; }
+  /// The sequence number of the last operation enqueued so far.
+  [[nodiscard]] std::uint64_t last_enqueued() const noexcept { return next_seq_ - 1; }
   /// Waits (pool lock held by `lock`) until `seq` completed, helping with this queue's work
   /// meanwhile; with `report`, throws the first failure at or before `seq` and forgets the
-  /// failures it covers.
+  /// failures it covers. Throws nothing else, except when called from kernel code.
   void wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq, bool report);
+
+  /// A queue keeps a reference to itself while it has work (self_while_busy_), so that work
+  /// enqueued on a stream that is then dropped still runs. Dropping that reference may destroy
+  /// the queue and, with the last queue, the device, which takes the pool lock: so a queue that
+  /// runs out of work goes on the pool's idle list, and the thread that completed its last
+  /// operation calls this, which drops each such reference with the lock released.
+  static void release_idle(Pool& pool, std::unique_lock<std::mutex>& lock) noexcept;
 
   std::condition_variable done;
 
  private:
   std::uint64_t push(std::unique_ptr<Op> op);
+  void note_idle() noexcept;
   [[nodiscard]] CpuDevice& cpu() const noexcept { return *device_; }
 
   std::shared_ptr<CpuDevice> device_;
@@ -64,9 +71,23 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   std::uint64_t completed_ = 0;
   bool head_dispatched_ = false;
   std::shared_ptr<CpuQueue> self_while_busy_;
-  std::vector<QueuedFailure> failures_;
-  std::vector<std::pair<std::uint64_t, std::weak_ptr<CpuQueue>>> waiters_;
+  /// Failures not reported yet; each node came with its operation (KernelOp), so queueing a
+  /// failure needs no memory.
+  std::list<QueuedFailure> failures_;
+  // The queues whose head waits for an event of this queue, linked through next_waiter_: a
+  // queue waits for at most one event at a time, so the links need no memory of their own.
+  CpuQueue* first_waiter_ = nullptr;
+  CpuQueue* next_waiter_ = nullptr;
+  std::uint64_t waiting_for_ = 0;  // the awaited event's sequence number while linked, else 0
+  // The pool's idle list (release_idle).
+  CpuQueue* next_idle_ = nullptr;
+  bool idle_listed_ = false;
 };
+
+/// Throws Error(invalid_argument) when called from kernel code running on the CPU backend:
+/// kernel code waiting for device work would wait for its own launch forever (and on a GPU it
+/// could not call the host API at all).
+void check_not_in_kernel(const DeviceImpl& device, const char* operation);
 
 struct [[gnu::visibility("hidden")]] CpuEvent final : EventImpl {
   CpuEvent(std::shared_ptr<CpuQueue> q, std::shared_ptr<Pool> p) : queue(std::move(q)), pool(std::move(p)) {}

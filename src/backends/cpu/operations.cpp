@@ -37,9 +37,14 @@ void mark_changed_elements(check::ShadowRegistry& registry, const LaunchSpan& sp
 
 // ---- KernelOp -----------------------------------------------------------------------------------
 
-KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label,
-                   check::ShadowRegistry& registry, bool checked)
-    : name_(launch.name), device_label_(std::move(label)), registry_(&registry) {
+KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, std::size_t stack_bytes,
+                   std::size_t shared_limit, check::ShadowRegistry& registry, bool checked)
+    : name_(launch.name),
+      device_label_(std::move(label)),
+      stack_bytes_(stack_bytes),
+      shared_limit_(shared_limit),
+      failure_slot_(1),
+      registry_(&registry) {
   const std::size_t align = std::max<std::size_t>(launch.args_align, 16);
   args_.reset(static_cast<std::byte*>(std::aligned_alloc(align, (launch.args_size + align) / align * align)));
   if (!args_) throw std::bad_alloc();
@@ -73,10 +78,31 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string 
     writable_.resize(launch.cpu_spans(args_.get(), writable_.data()));
     std::erase_if(writable_, [](const LaunchSpan& s) { return s.read_only; });
   }
-  if (trace_enabled()) trace_start_ = Clock::now();
+  trace_ = trace_enabled();
+  if (trace_) trace_start_ = Clock::now();
 }
 
-void KernelOp::run_part(std::size_t part) {
+bool KernelOp::can_run_here() noexcept {
+  try {
+    BlockExecutor::prepare_for_this_thread(stack_bytes_, shared_limit_);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void KernelOp::run_part(std::size_t part) noexcept {
+  try {
+    run_range(part);
+  } catch (...) {
+    // The part could not start (the thread's executor could not be made): the launch fails
+    // with that reason at synchronize, and the worker goes on with other work.
+    record_failure(failure_of_current_exception());
+  }
+}
+
+void KernelOp::run_range(std::size_t part) {
+  BlockExecutor::prepare_for_this_thread(stack_bytes_, shared_limit_);
   const std::uint64_t begin = part * per_part_, end = std::min(blocks_, begin + per_part_);
   // A checked launch counts as written every element of its writable span arguments that it
   // changed, however it wrote it (through a pointer, in a block that failed): the checker sees
@@ -94,24 +120,54 @@ void KernelOp::run_part(std::size_t part) {
     for (const LaunchSpan& s : task_.spans)
       if (!s.read_only) mark_changed_elements(*registry_, s, *copy++);
   }
-  if (result.failure) {
-    const std::lock_guard lock(failure_mutex_);
-    if (!failed_.exchange(true)) first_failure_ = std::move(result.failure);
-  }
+  if (result.failure) record_failure(std::move(*result.failure));
   cooperative_blocks_ += result.cooperative;
   plain_blocks_ += result.plain + result.block_level;
   if (!result.why.empty()) {
-    const std::lock_guard lock(failure_mutex_);
+    const std::lock_guard lock(why_mutex_);
     if (why_.empty()) why_ = std::move(result.why);
     why_known_ = true;
   }
 }
 
-std::optional<BlockFailure> KernelOp::finish() {
-  if (trace_enabled()) print_trace();
+void KernelOp::record_failure(BlockFailure&& failure) noexcept {
+  // Only the first failing part writes the slot; finish() reads it once every part is done.
+  if (!failed_.exchange(true)) failure_slot_.front().failure = std::move(failure);
+}
+
+BlockFailure KernelOp::failure_of_current_exception() const noexcept {
+  BlockFailure failure{Errc::out_of_memory, {}};
+  try {
+    const std::string where = concat("kernel '", name_, "' could not run on a worker of ", device_label_, ": ");
+    try {
+      throw;
+    } catch (const Error& e) {
+      failure = {e.code(), where + e.what()};
+    } catch (const std::bad_alloc&) {
+      failure.message = where + "out of memory";
+    } catch (const std::exception& e) {
+      failure = {Errc::backend_error, where + e.what()};
+    } catch (...) {
+      failure = {Errc::backend_error, where + "an exception of unknown type"};
+    }
+  } catch (...) {
+    // No memory for the message: the code alone (CpuQueue's report says what it means).
+  }
+  return failure;
+}
+
+void KernelOp::finish(std::list<QueuedFailure>& failures) noexcept {
+  if (trace_) {
+    try {
+      print_trace();
+    } catch (...) {
+      // The trace is best effort: no memory to format it.
+    }
+  }
   for (const LaunchSpan& s : writable_) registry_->mark_written(s.data, s.count * s.element_bytes);
-  if (!failed_) return std::nullopt;
-  return std::move(first_failure_);
+  if (!failed_) return;
+  failure_slot_.front().seq = seq;
+  failures.splice(failures.end(), failure_slot_);
 }
 
 void KernelOp::print_trace() const {
@@ -136,7 +192,7 @@ CopyOp::CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t worker
   chunk_ = (bytes_ + parts - 1) / parts;
 }
 
-void CopyOp::run_part(std::size_t part) {
+void CopyOp::run_part(std::size_t part) noexcept {
   const std::size_t begin = part * chunk_, end = std::min(bytes_, begin + chunk_);
   if (begin >= end) return;
   std::memmove(dst_ + begin, src_ + begin, end - begin);
@@ -153,7 +209,7 @@ FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t elem
   chunk_ = (count_ + parts - 1) / parts;
 }
 
-void FillOp::run_part(std::size_t part) {
+void FillOp::run_part(std::size_t part) noexcept {
   const std::size_t begin = part * chunk_, end = std::min(count_, begin + chunk_);
   if (begin >= end) return;
   std::byte* out = dst_ + begin * element_bytes_;
@@ -176,17 +232,13 @@ void FillOp::run_part(std::size_t part) {
 
 // ---- operations without parts -------------------------------------------------------------------
 
-std::optional<BlockFailure> MarkerOp::finish() {
-  event->when = Clock::now();
-  return std::nullopt;
-}
+void MarkerOp::finish(std::list<QueuedFailure>&) noexcept { event->when = Clock::now(); }
 
-void MarkerOp::enqueued() { event->seq = seq; }
+void MarkerOp::enqueued() noexcept { event->seq = seq; }
 
-std::optional<BlockFailure> FreeOp::finish() {
+void FreeOp::finish(std::list<QueuedFailure>&) noexcept {
   if (!registry.empty()) registry.remove(data);
   std::free(data);
-  return std::nullopt;
 }
 
 }  // namespace devctx::detail::cpu

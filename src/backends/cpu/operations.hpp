@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <list>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,18 +30,35 @@ struct CpuEvent;
 // into one another, as it did when they shared one file's anonymous namespace (launch +
 // synchronize of an empty kernel measurably slower otherwise, devctx_bench_cpu_costs).
 
+/// A failure a queue keeps until a synchronize reports it.
+struct [[gnu::visibility("hidden")]] QueuedFailure {
+  std::uint64_t seq = 0;
+  BlockFailure failure;
+};
+
 /// One operation of a queue. The queue assigns `seq` and `queue`; the pool lock guards the
-/// part counters.
+/// part counters and the active-list links.
+///
+/// Once an operation is queued it must run and complete whatever happens, or its queue would
+/// wait forever and memory the caller already reused could still be read: everything that can
+/// fail (allocating the operation, copying its arguments, the node its failure will be queued
+/// in) happens before it is queued, and running and completing it never throws.
 struct [[gnu::visibility("hidden")]] Op {
   virtual ~Op() = default;
+  /// Whether the calling thread can run a part now. A kernel's part needs the thread's block
+  /// executor, which a helping host thread may fail to create; it then leaves the part to a
+  /// worker. Pool lock held.
+  [[nodiscard]] virtual bool can_run_here() noexcept { return true; }
   /// Runs part `part` of `parts` on the calling thread (a worker or a helping host thread),
-  /// without the pool lock. Operations with no parts are never run.
-  virtual void run_part(std::size_t /*part*/) {}
+  /// without the pool lock. A failure is recorded for finish(). Operations with no parts are
+  /// never run.
+  virtual void run_part(std::size_t /*part*/) noexcept {}
   /// Called once, under the pool lock, when the op reaches the head of its queue with
-  /// parts == 0 or after its last part. Returns the failure to report at synchronize, if any.
-  [[nodiscard]] virtual std::optional<BlockFailure> finish() { return std::nullopt; }
+  /// parts == 0 or after its last part. A failed op moves its failure, in the node allocated
+  /// with it, to the end of `failures`.
+  virtual void finish(std::list<QueuedFailure>& /*failures*/) noexcept {}
   /// Called under the pool lock once `seq` is assigned.
-  virtual void enqueued() {}
+  virtual void enqueued() noexcept {}
   /// The event this op holds its queue back for (a WaitOp's), or null. Asked of every op that
   /// reaches the head of a queue, so a virtual call rather than a dynamic_cast, which compares
   /// type names for types with external linkage.
@@ -52,6 +69,9 @@ struct [[gnu::visibility("hidden")]] Op {
   std::size_t parts = 0;
   std::size_t next_part = 0;   // guarded by the pool lock
   std::size_t done_parts = 0;  // guarded by the pool lock
+  // The pool's list of ops with unclaimed parts (Pool::activate), guarded by the pool lock.
+  Op* prev_active = nullptr;
+  Op* next_active = nullptr;
 };
 
 /// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor. A
@@ -59,30 +79,42 @@ struct [[gnu::visibility("hidden")]] Op {
 struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   /// `registry`: the device's record of written device memory, which a checked launch reads and
   /// writes and an unchecked one keeps true (everything it may write counts as written).
-  KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, check::ShadowRegistry& registry,
-           bool checked);
-  void run_part(std::size_t part) override;
-  [[nodiscard]] std::optional<BlockFailure> finish() override;
+  /// `stack_bytes` and `shared_limit` make each thread's executor (BlockExecutor).
+  KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, std::size_t stack_bytes,
+           std::size_t shared_limit, check::ShadowRegistry& registry, bool checked);
+  [[nodiscard]] bool can_run_here() noexcept override;
+  void run_part(std::size_t part) noexcept override;
+  void finish(std::list<QueuedFailure>& failures) noexcept override;
 
  private:
   struct FreeDeleter {
     void operator()(std::byte* p) const noexcept { std::free(p); }
   };
+  void run_range(std::size_t part);
+  /// Records the first failure of the launch; later ones are dropped (their parts stop early).
+  void record_failure(BlockFailure&& failure) noexcept;
+  /// The exception that stopped a part before its blocks ran (no executor), as a failure.
+  [[nodiscard]] BlockFailure failure_of_current_exception() const noexcept;
   void print_trace() const;
 
   std::unique_ptr<std::byte, FreeDeleter> args_;  // the launch's arguments, copied at enqueue
   std::string name_;
   std::string device_label_;
+  std::size_t stack_bytes_;
+  std::size_t shared_limit_;
   BlockTask task_;
   std::uint64_t blocks_ = 0;
   std::uint64_t per_part_ = 1;
-  std::atomic<bool> failed_{false};  // also tells the other parts to stop
-  std::mutex failure_mutex_;
-  std::optional<BlockFailure> first_failure_;
+  /// Set by the first failing part, which then writes failure_slot_; also tells the other
+  /// parts to stop.
+  std::atomic<bool> failed_{false};
+  std::list<QueuedFailure> failure_slot_;  // one node, allocated with the op
+  std::mutex why_mutex_;
   std::string why_;
   std::atomic<bool> why_known_{false};  // `why_` is set: later parts need not build a reason
   std::atomic<std::uint64_t> cooperative_blocks_{0};
   std::atomic<std::uint64_t> plain_blocks_{0};
+  bool trace_ = false;  // DEVCTX_TRACE, read at enqueue
   Clock::time_point trace_start_;
   check::ShadowRegistry* registry_;
   std::vector<LaunchSpan> writable_;  // an unchecked launch's writable spans over checked memory
@@ -92,7 +124,7 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
 /// device memory counts as written (`registry`).
 struct [[gnu::visibility("hidden")]] CopyOp final : Op {
   CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers, check::ShadowRegistry& registry);
-  void run_part(std::size_t part) override;
+  void run_part(std::size_t part) noexcept override;
 
  private:
   check::ShadowRegistry& registry_;
@@ -106,7 +138,7 @@ struct [[gnu::visibility("hidden")]] CopyOp final : Op {
 struct [[gnu::visibility("hidden")]] FillOp final : Op {
   FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
          check::ShadowRegistry& registry);
-  void run_part(std::size_t part) override;
+  void run_part(std::size_t part) noexcept override;
 
  private:
   check::ShadowRegistry& registry_;
@@ -122,8 +154,8 @@ struct [[gnu::visibility("hidden")]] FillOp final : Op {
 /// time when it reaches the head of the queue.
 struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
   explicit MarkerOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
-  [[nodiscard]] std::optional<BlockFailure> finish() override;
-  void enqueued() override;
+  void finish(std::list<QueuedFailure>& failures) noexcept override;
+  void enqueued() noexcept override;
   std::shared_ptr<CpuEvent> event;
 };
 
@@ -131,7 +163,7 @@ struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
 /// record of written bytes, if it had one, before its memory can be reused).
 struct [[gnu::visibility("hidden")]] FreeOp final : Op {
   FreeOp(void* p, check::ShadowRegistry& r) : data(p), registry(r) {}
-  [[nodiscard]] std::optional<BlockFailure> finish() override;
+  void finish(std::list<QueuedFailure>& failures) noexcept override;
   void* data;
   check::ShadowRegistry& registry;
 };

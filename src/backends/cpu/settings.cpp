@@ -23,7 +23,7 @@ CpuSettings read_settings() {
   settings.workers = env_size("DEVCTX_CPU_THREADS", cores, 1, kMaxWorkers, SizeUnit::count,
                               "worker threads of the CPU device");
   settings.stack_bytes = env_size("DEVCTX_CPU_STACK_BYTES", 64 * 1024, kMinStackBytes, kMaxStackBytes, SizeUnit::bytes,
-                                  "the stack of each GPU thread that reaches a barrier");
+                                  "the stack of each GPU thread of a thread-level kernel");
   return settings;
 }
 

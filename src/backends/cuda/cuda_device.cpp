@@ -179,6 +179,12 @@ void CudaDevice::check_kernel_limits(const KernelLaunch& launch) {
   }
 }
 
+void CudaDevice::synchronize_device() {
+  check_alive("synchronize_device");
+  make_current();
+  check(DEVCTX_CUDA(cudaDeviceSynchronize()), *this, "synchronize_device");
+}
+
 void CudaDevice::note_fallback_host(void* data) {
   const std::lock_guard lock(host_mutex_);
   fallback_host_.insert(data);

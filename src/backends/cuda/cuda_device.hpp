@@ -36,6 +36,8 @@ class CudaDevice final : public DeviceImpl {
   const DeviceInfo& info() const noexcept override { return info_; }
   std::shared_ptr<QueueImpl> create_queue() override;
   void check_kernel_limits(const KernelLaunch& launch) override;
+  /// cudaDeviceSynchronize: every stream of the device, devctx's and other libraries'.
+  void synchronize_device() override;
   // Interop (cuda_interop.cpp): queues on streams made elsewhere, and what a pointer is.
   std::shared_ptr<QueueImpl> wrap_native_queue(void* native) override;
   void check_device_memory(const void* data, std::size_t bytes, std::string_view operation) const override;

@@ -61,7 +61,7 @@ void ShadowRegistry::remove(const void* base) noexcept {
   count_.store(by_base_.size(), std::memory_order_relaxed);
 }
 
-ShadowRegistry::Hit ShadowRegistry::find(const void* address) const {
+ShadowRegistry::Hit ShadowRegistry::find(const void* address) const noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   const std::shared_lock lock(mutex_);
   auto it = by_base_.upper_bound(a);
@@ -73,7 +73,7 @@ ShadowRegistry::Hit ShadowRegistry::find(const void* address) const {
   return {it->second, reinterpret_cast<const std::byte*>(it->first), offset};
 }
 
-void ShadowRegistry::mark_written(const void* address, std::size_t bytes) {
+void ShadowRegistry::mark_written(const void* address, std::size_t bytes) noexcept {
   if (empty() || bytes == 0) return;
   const Hit hit = find(address);
   if (hit.shadow) hit.shadow->mark(hit.offset, bytes);

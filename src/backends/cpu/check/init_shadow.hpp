@@ -52,9 +52,11 @@ class ShadowRegistry {
   void add(const void* base, std::size_t bytes);
   /// Stops tracking the allocation that starts at `base` (before its memory is reused).
   void remove(const void* base) noexcept;
-  [[nodiscard]] Hit find(const void* address) const;
+  // noexcept: copies, fills and completing launches call these where nothing may throw; taking
+  // a shared_mutex fails only on misuse of the mutex itself (std::terminate is right then).
+  [[nodiscard]] Hit find(const void* address) const noexcept;
   /// Marks [address, address + bytes) written where it lies in a checked allocation.
-  void mark_written(const void* address, std::size_t bytes);
+  void mark_written(const void* address, std::size_t bytes) noexcept;
   /// True while no allocation is tracked: copies and fills then skip the lookup.
   [[nodiscard]] bool empty() const noexcept { return count_.load(std::memory_order_relaxed) == 0; }
 

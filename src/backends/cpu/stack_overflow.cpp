@@ -1,0 +1,141 @@
+// src/backends/cpu/stack_overflow.cpp - the SIGSEGV handler that reports fiber stack overflows,
+// and each kernel-running thread's alternate signal stack.
+#include "backends/cpu/stack_overflow.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <string_view>
+
+#include <devctx/detail/cpu_state.hpp>
+
+#include "backends/cpu/block_executor.hpp"
+#include "core/errors.hpp"
+
+namespace devctx::detail::cpu {
+namespace {
+
+struct sigaction g_previous {};  // SIGSEGV's action before devctx installed its own
+
+/// Builds the report in a fixed buffer: the handler may not allocate or take locks.
+class SignalSafeText {
+ public:
+  SignalSafeText& operator<<(std::string_view text) noexcept {
+    const std::size_t n = std::min(text.size(), sizeof buffer_ - used_);
+    for (std::size_t i = 0; i < n; ++i) buffer_[used_ + i] = text[i];
+    used_ += n;
+    return *this;
+  }
+  SignalSafeText& operator<<(std::uint64_t value) noexcept {
+    char digits[20];
+    std::size_t n = 0;
+    do {
+      digits[n++] = char('0' + value % 10);
+      value /= 10;
+    } while (value != 0);
+    while (n > 0 && used_ < sizeof buffer_) buffer_[used_++] = digits[--n];
+    return *this;
+  }
+  SignalSafeText& operator<<(const Dim3& d) noexcept {
+    return *this << "(" << std::uint64_t{d.x} << ", " << std::uint64_t{d.y} << ", " << std::uint64_t{d.z} << ")";
+  }
+  void write_to_stderr() const noexcept {
+    std::size_t done = 0;
+    while (done < used_) {
+      const ssize_t n = ::write(STDERR_FILENO, buffer_ + done, used_ - done);
+      if (n <= 0) return;
+      done += std::size_t(n);
+    }
+  }
+
+ private:
+  char buffer_[1024];
+  std::size_t used_ = 0;
+};
+
+void restore_default() noexcept {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGSEGV, &dfl, nullptr);
+}
+
+/// A fault that is not a fiber stack overflow: what would have happened without devctx.
+void pass_on(int signal, siginfo_t* info, void* context) noexcept {
+  if ((g_previous.sa_flags & SA_SIGINFO) != 0 && g_previous.sa_sigaction != nullptr) {
+    g_previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    g_previous.sa_handler(signal);
+    return;
+  }
+  // Default action (an ignored fault would repeat forever): a faulting access repeats when the
+  // handler returns and then ends the process; a SIGSEGV sent by kill() is raised again.
+  restore_default();
+  if (info->si_code <= 0) raise(signal);
+}
+
+extern "C" void devctx_on_sigsegv(int signal, siginfo_t* info, void* context) {
+  const ThreadState& st = tls;
+  const BlockExecutor* executor = st.executor;
+  if (executor == nullptr || !executor->in_stack_guard(reinterpret_cast<std::uintptr_t>(info->si_addr))) {
+    pass_on(signal, info, context);
+    return;
+  }
+  SignalSafeText text;
+  text << "devctx: stack overflow in kernel '" << executor->kernel_name() << "', block " << st.block_idx
+       << ", thread " << st.thread_idx << ", on the CPU backend: the GPU thread needed more than its "
+       << std::uint64_t{executor->stack_bytes()} << " bytes of stack (DEVCTX_CPU_STACK_BYTES="
+       << std::uint64_t{executor->stack_bytes()}
+       << "). Raise DEVCTX_CPU_STACK_BYTES (at most 64 MiB), or keep large arrays in shared or device memory "
+          "instead of local variables.\n";
+  text.write_to_stderr();
+  restore_default();  // the access repeats and the default action ends the process
+}
+
+void install_handler() {
+  struct sigaction ours {};
+  ours.sa_sigaction = &devctx_on_sigsegv;
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&ours.sa_mask);
+  sigaction(SIGSEGV, &ours, &g_previous);
+}
+
+}  // namespace
+
+OverflowReporter::OverflowReporter() {
+  static std::once_flag installed;
+  std::call_once(installed, install_handler);
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) == 0 && (current.ss_flags & SS_DISABLE) == 0) return;  // the thread has one
+  alt_bytes_ = std::max<std::size_t>(64 * 1024, std::size_t(sysconf(_SC_SIGSTKSZ)));
+  alt_stack_ = ::operator new(alt_bytes_, std::nothrow);
+  if (alt_stack_ == nullptr)
+    fail(Errc::out_of_memory, "CPU backend: cannot allocate the ", bytes_text(alt_bytes_),
+         " signal stack that reports fiber stack overflows");
+  stack_t mine{};
+  mine.ss_sp = alt_stack_;
+  mine.ss_size = alt_bytes_;
+  if (sigaltstack(&mine, nullptr) != 0) {
+    ::operator delete(alt_stack_);
+    alt_stack_ = nullptr;
+  }
+}
+
+OverflowReporter::~OverflowReporter() {
+  if (alt_stack_ == nullptr) return;
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) == 0 && current.ss_sp == alt_stack_) {
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+  }
+  ::operator delete(alt_stack_);
+}
+
+}  // namespace devctx::detail::cpu
