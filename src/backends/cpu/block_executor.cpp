@@ -274,28 +274,38 @@ void BlockExecutor::record_current_exception() {
 // ---- checking mode's hooks ----------------------------------------------------------------------
 // Reports found where no kernel code can throw them (a block's end, a barrier completed by a
 // thread's exit) become the block's failure directly; the block then aborts as after any failure.
+// These run on the scheduler's stack or in a fiber between kernel frames, where nothing may
+// escape: the checker's own allocations failing is an out_of_memory failure of the block.
 
-void BlockExecutor::record_check_failure(std::string message) {
+void BlockExecutor::record_check_exception() noexcept {
   start_aborting();
   if (failed_) return;
   failed_ = true;
-  failure_ = {check::Report::kCode,
-              concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_), ": ", message)};
-}
-
-void BlockExecutor::check_block_end() {
   try {
-    checking_->block_end();
-  } catch (const check::Report& r) {
-    record_check_failure(r.what());
+    try {
+      throw;
+    } catch (const Error& e) {  // a check::Report, or the checker's own failure
+      failure_ = {e.code(), concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_), ": ",
+                                   e.what())};
+    }
+  } catch (...) {
+    failure_ = {Errc::out_of_memory, {}};  // std::bad_alloc, or no memory for the message
   }
 }
 
-void BlockExecutor::check_interval_end_quietly() {
+void BlockExecutor::check_block_end() noexcept {
+  try {
+    checking_->block_end();
+  } catch (...) {
+    record_check_exception();
+  }
+}
+
+void BlockExecutor::check_interval_end_quietly() noexcept {
   try {
     checking_->barrier_complete();
-  } catch (const check::Report& r) {
-    record_check_failure(r.what());
+  } catch (...) {
+    record_check_exception();
   }
 }
 

@@ -141,9 +141,9 @@ class BlockExecutor {
   void record_current_exception();
   void start_aborting();
   // Checking mode's hooks (checked launches only; block_executor.cpp).
-  void record_check_failure(std::string message);
-  void check_block_end();
-  void check_interval_end_quietly();
+  void record_check_exception() noexcept;
+  void check_block_end() noexcept;
+  void check_interval_end_quietly() noexcept;
 
   // cooperative.cpp: the cooperative path.
   static void thread_loop(void* self);
