@@ -620,6 +620,26 @@ TEST_F(Checking, AQueryThatSaysDoneCoversTheCopy) {
   for (int v : h) ASSERT_EQ(v, 9);
 }
 
+TEST_F(Checking, SynchronizeDeviceCoversCopiesOfDroppedContexts) {
+  const auto values = devctx_test::random_vector<int>(rng, 4096, -1000, 1000);
+  auto h = ctx.enqueue_create_host_buffer<int>(values.size());
+  ctx.synchronize();
+  std::fill(h.begin(), h.end(), devctx_test::poison_value<int>());
+  {
+    DeviceContext other = checked_cpu();
+    auto d = upload(other, values);
+    other.enqueue_copy(h, d);
+    // Another context's wait does not cover the copy, nor does synchronize() of this one.
+    ctx.synchronize();
+    const auto e = error_of([&] { (void)h[0]; });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), Errc::check_failed);
+    EXPECT_THAT(e->what(), HasSubstr("while a copy into this HostBuffer"));
+  }  // the context that enqueued the copy is gone; its copy may still run
+  ctx.synchronize_device();
+  for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(h[i], values[i]) << i;
+}
+
 TEST_F(Checking, MoreWorkOnAPendingBufferIsNotTouchingIt) {
   auto d = ctx.enqueue_create_buffer<int>(32);
   auto d2 = ctx.enqueue_create_buffer<int>(32);

@@ -108,6 +108,8 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   /// "cpu:0 (CPU, 2 threads: AMD EPYC)" - how messages name the device.
   [[nodiscard]] std::string label() const;
+  /// The watches of this device's checked queues (checking mode, host_access.hpp).
+  [[nodiscard]] DeviceWatches& watches() noexcept { return watches_; }
 
  private:
   // Deferred releases hold their event, and so their queue and this device: a device with
@@ -115,6 +117,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   std::mutex releases_mutex_;
   std::vector<std::pair<std::shared_ptr<EventImpl>, std::function<void()>>> releases_;
   std::atomic<std::size_t> pending_releases_{0};
+  DeviceWatches watches_;
 };
 
 // ---- backend entry points (each backend folder defines its own) ------------------------------

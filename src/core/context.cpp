@@ -24,7 +24,11 @@ std::string DeviceImpl::label() const {
   return concat(to_string(i.api), ':', i.id, " (", i.name, ')');
 }
 
-void QueueImpl::enable_checking() { watch_ = std::make_shared<QueueWatch>(device_.label()); }
+void QueueImpl::enable_checking() {
+  auto watch = std::make_shared<QueueWatch>(device_.label());
+  device_.watches().add(watch);
+  watch_ = std::move(watch);
+}
 
 namespace {
 
@@ -140,7 +144,7 @@ class ContextImpl {
   }
 
   void synchronize_device() {
-    device_->synchronize_device();
+    synchronize_device_observed(*device_);
     synchronize();
   }
 

@@ -43,6 +43,28 @@ void QueueWatch::observe(std::uint64_t ticket) {
   for (const Wait& w : reached) w.other->observe(w.event_ticket);
 }
 
+void DeviceWatches::add(const std::shared_ptr<QueueWatch>& watch) {
+  const std::lock_guard lock(mutex_);
+  std::erase_if(watches_, [](const std::weak_ptr<QueueWatch>& w) { return w.expired(); });
+  watches_.push_back(watch);
+}
+
+std::vector<std::pair<std::shared_ptr<QueueWatch>, std::uint64_t>> DeviceWatches::issued() const {
+  std::vector<std::shared_ptr<QueueWatch>> live;
+  {
+    const std::lock_guard lock(mutex_);
+    for (const auto& w : watches_)
+      if (auto watch = w.lock()) live.push_back(std::move(watch));
+  }
+  std::vector<std::pair<std::shared_ptr<QueueWatch>, std::uint64_t>> marks;
+  marks.reserve(live.size());
+  for (auto& watch : live) {
+    const std::uint64_t ticket = watch->issued();
+    marks.emplace_back(std::move(watch), ticket);
+  }
+  return marks;
+}
+
 void HostGuard::add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use) {
   const std::lock_guard lock(mutex_);
   entries_.push_back({std::move(queue), ticket, use});
@@ -73,6 +95,13 @@ void synchronize_observed(QueueImpl& queue) {
     throw;
   }
   queue.watch()->observe(enqueued);
+}
+
+void synchronize_device_observed(DeviceImpl& device) {
+  // The marks come first: work enqueued while the device is waited for is not covered.
+  const auto marks = device.watches().issued();
+  device.synchronize_device();
+  for (const auto& [watch, ticket] : marks) watch->observe(ticket);
 }
 
 void event_reached(const EventImpl& event) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <devctx/launch.hpp>
@@ -21,6 +22,7 @@
 
 namespace devctx::detail {
 
+class DeviceImpl;
 class EventImpl;
 class QueueImpl;
 
@@ -52,6 +54,21 @@ class QueueWatch {
   std::uint64_t issued_ = 0;
   std::uint64_t observed_ = 0;
   std::vector<Wait> waits_;
+};
+
+/// The watches of a device's checked queues, so that a wait for the whole device
+/// (synchronize_device) counts as a wait on each of them, dropped contexts' queues included.
+class DeviceWatches {
+ public:
+  /// A checked queue of the device was made.
+  void add(const std::shared_ptr<QueueWatch>& watch);
+  /// Each live watch with its last ticket: everything enqueued on the device so far.
+  [[nodiscard]] std::vector<std::pair<std::shared_ptr<QueueWatch>, std::uint64_t>> issued() const;
+
+ private:
+  mutable std::mutex mutex_;
+  // Weak: a watch lives as long as its queue, or a HostBuffer's guard, or an event needs it.
+  std::vector<std::weak_ptr<QueueWatch>> watches_;
 };
 
 /// The work pending on one HostBuffer's memory. Its gate's `pending` is what the buffer's
@@ -86,6 +103,9 @@ void synchronize_observed(QueueImpl& queue);
 void event_synchronize(EventImpl& event);
 /// Event::query(): a true answer tells the host the event was reached.
 [[nodiscard]] bool event_query(EventImpl& event);
+/// DeviceContext::synchronize_device(): waits for the device, and counts everything enqueued
+/// on its checked queues before the call observed.
+void synchronize_device_observed(DeviceImpl& device);
 /// The host has waited for `event` some other way (elapsed_ms).
 void event_reached(const EventImpl& event);
 
