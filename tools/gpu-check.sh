@@ -108,8 +108,13 @@ python_tests() {
     --config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES="$ARCH" \
     ${DLPACK_DIR:+--config-settings=cmake.define.DEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} \
     --config-settings=build-dir="$OUTDIR/python-build" "$SRC/python" || return 1
-  cd "$SRC" && PYTHONPATH="$site" python3 -m pytest -q -rs -p no:cacheprovider python/tests || status=$?
+  cd "$SRC" && PYTHONPATH="$site" python3 -X faulthandler -m pytest -q -rs -p no:cacheprovider python/tests || status=$?
   [[ $status == 5 ]] && { echo "pytest collected no tests"; return 1; }
+  if (( status > 128 )); then  # a crash: the native stack, under a debugger when there is one
+    local gdb; gdb=$(command -v gdb || command -v cuda-gdb || true)
+    [[ -n $gdb ]] && PYTHONPATH="$site" "$gdb" -batch -ex run -ex "thread apply all bt 12" --args \
+      python3 -m pytest -q -x -p no:cacheprovider python/tests 2>&1 | tail -150
+  fi
   return "$status"
 }
 
