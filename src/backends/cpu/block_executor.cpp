@@ -96,22 +96,26 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   task_ = &task;
   const LaunchConfig& config = task.launch.config;
   bs_.n = std::uint32_t(config.block_dim.volume());
-  // In a checked launch every arrival at a barrier goes to barrier_decide, which tells the checker:
-  // no thread index passes the assembly fast path's test against `last`.
-  bs_.last = task.checked ? 0 : bs_.n - 1;
+  bs_.last = bs_.n - 1;
   shared_.enter_launch(task.launch_id, config.shared_bytes);
-  checking_ = nullptr;
-  if (task.checked) {
-    if (!checker_) checker_ = std::make_unique<check::Checker>();
-    checking_ = checker_.get();
-    checking_->begin_launch(task.launch.name, config.grid_dim, config.block_dim, task.spans, config.shared_bytes,
-                            task.registry);
-  }
-  tls.checker = checking_;
+  if (task.checked != nullptr) [[unlikely]] enter_checked_launch(task);
   tls.block_dim = config.block_dim;
   tls.grid_dim = config.grid_dim;
   tls.executor = this;
   tls.barrier_state = &bs_;
+}
+
+// Out of line: an unchecked launch's set-up stays as it was without checking mode.
+[[gnu::noinline, gnu::cold]] void BlockExecutor::enter_checked_launch(const BlockTask& task) {
+  const LaunchConfig& config = task.launch.config;
+  // Every arrival at a barrier goes to barrier_decide, which tells the checker: no thread index
+  // passes the assembly fast path's test against `last`.
+  bs_.last = 0;
+  if (!checker_) checker_ = std::make_unique<check::Checker>();
+  checker_->begin_launch(task.launch.name, config.grid_dim, config.block_dim, task.checked->spans, config.shared_bytes,
+                         task.checked->registry);
+  checking_ = checker_.get();
+  tls.checker = checking_;
 }
 
 // The coordinates come as three integers so that they travel in registers (a Dim3 in memory,

@@ -45,18 +45,22 @@ namespace devctx::detail::cpu {
 /// Thrown inside the fibers of a failed block to unwind their stacks.
 struct BlockAbort {};
 
+/// What a checked launch (docs/checking.md) adds to its task: its span arguments, and the
+/// device's record of written device memory.
+struct CheckedTask {
+  std::vector<LaunchSpan> spans;
+  const check::ShadowRegistry* registry = nullptr;
+};
+
 /// What one launch asks of the block executor: the launch as enqueued, its arguments and name
 /// owned by the operation that runs it (its fields for CUDA and buffer tracking are not read).
 struct BlockTask {
   KernelLaunch launch;
   /// Distinct for every launch: blocks of one launch share their shared-memory layout.
   std::uint64_t launch_id = 0;
-  /// A checked launch (docs/checking.md): its blocks run in one range, through the checked
-  /// runners, with the executor's checker watching; `spans` are its span arguments and
-  /// `registry` the device's record of written device memory.
-  bool checked = false;
-  std::vector<LaunchSpan> spans;
-  const check::ShadowRegistry* registry = nullptr;
+  /// Set for a checked launch: its blocks run in one range, through the checked runners, with
+  /// the executor's checker watching. One pointer, so that an unchecked launch pays one test.
+  const CheckedTask* checked = nullptr;
 };
 
 /// A failure inside a block: the error code and the full message.
@@ -136,6 +140,7 @@ class BlockExecutor {
   // block_executor.cpp: the range, the plain path, failures.
   [[nodiscard]] bool reserve_stacks(const BlockTask& task, RangeResult& result);
   void enter_launch(const BlockTask& task);
+  void enter_checked_launch(const BlockTask& task);
   void set_block(unsigned bx, unsigned by, unsigned bz);
   static void plain_entry(void* self);
   void record_current_exception();

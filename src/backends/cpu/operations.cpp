@@ -43,8 +43,7 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string 
       device_label_(std::move(label)),
       stack_bytes_(stack_bytes),
       shared_limit_(shared_limit),
-      failure_slot_(1),
-      registry_(&registry) {
+      failure_slot_(1) {
   const std::size_t align = std::max<std::size_t>(launch.args_align, 16);
   args_.reset(static_cast<std::byte*>(std::aligned_alloc(align, (launch.args_size + align) / align * align)));
   if (!args_) throw std::bad_alloc();
@@ -63,20 +62,24 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string 
   parts = std::size_t(std::min<std::uint64_t>(blocks_, workers * 16));
   per_part_ = (blocks_ + parts - 1) / parts;
   parts = std::size_t((blocks_ + per_part_ - 1) / per_part_);
-  if (checked) {
-    task_.checked = true;
-    task_.registry = &registry;
-    task_.spans.resize(launch.param_count);
-    task_.spans.resize(launch.cpu_spans(args_.get(), task_.spans.data()));
+  if (checked) [[unlikely]] {
+    tracking_ = std::make_unique<Tracking>(registry);
+    std::vector<LaunchSpan>& spans = tracking_->checked.spans;
+    spans.resize(launch.param_count);
+    spans.resize(launch.cpu_spans(args_.get(), spans.data()));
+    tracking_->checked.registry = &registry;
+    task_.checked = &tracking_->checked;
     task_.launch.cpu_run_block = launch.cpu_run_block_checked;
     task_.launch.cpu_run_thread = launch.cpu_run_thread_checked;
     parts = 1;
     per_part_ = blocks_;
-  } else if (!registry.empty()) {
+  } else if (!registry.empty()) [[unlikely]] {
     // Unchecked code may write checked memory: afterwards, all it could write counts as written.
-    writable_.resize(launch.param_count);
-    writable_.resize(launch.cpu_spans(args_.get(), writable_.data()));
-    std::erase_if(writable_, [](const LaunchSpan& s) { return s.read_only; });
+    tracking_ = std::make_unique<Tracking>(registry);
+    std::vector<LaunchSpan>& writable = tracking_->writable;
+    writable.resize(launch.param_count);
+    writable.resize(launch.cpu_spans(args_.get(), writable.data()));
+    std::erase_if(writable, [](const LaunchSpan& s) { return s.read_only; });
   }
   trace_ = trace_enabled();
   if (trace_) trace_start_ = Clock::now();
@@ -104,22 +107,9 @@ void KernelOp::run_part(std::size_t part) noexcept {
 void KernelOp::run_range(std::size_t part) {
   BlockExecutor::prepare_for_this_thread(stack_bytes_, shared_limit_);
   const std::uint64_t begin = part * per_part_, end = std::min(blocks_, begin + per_part_);
-  // A checked launch counts as written every element of its writable span arguments that it
-  // changed, however it wrote it (through a pointer, in a block that failed): the checker sees
-  // only accesses through span[i], and an unchanged element is one it cannot tell was written.
-  std::vector<std::vector<std::byte>> before;
-  if (task_.checked)
-    for (const LaunchSpan& s : task_.spans)
-      if (!s.read_only) {
-        const auto* data = static_cast<const std::byte*>(s.data);
-        before.emplace_back(data, data + s.count * s.element_bytes);
-      }
-  RangeResult result = BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
-  if (task_.checked) {
-    auto copy = before.begin();
-    for (const LaunchSpan& s : task_.spans)
-      if (!s.read_only) mark_changed_elements(*registry_, s, *copy++);
-  }
+  RangeResult result = task_.checked != nullptr
+                           ? run_checked_range(begin, end)
+                           : BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
   if (result.failure) record_failure(std::move(*result.failure));
   cooperative_blocks_ += result.cooperative;
   plain_blocks_ += result.plain + result.block_level;
@@ -128,6 +118,23 @@ void KernelOp::run_range(std::size_t part) {
     if (why_.empty()) why_ = std::move(result.why);
     why_known_ = true;
   }
+}
+
+[[gnu::noinline, gnu::cold]] RangeResult KernelOp::run_checked_range(std::uint64_t begin, std::uint64_t end) {
+  // A checked launch counts as written every element of its writable span arguments that it
+  // changed, however it wrote it (through a pointer, in a block that failed): the checker sees
+  // only accesses through span[i], and an unchanged element is one it cannot tell was written.
+  std::vector<std::vector<std::byte>> before;
+  for (const LaunchSpan& s : task_.checked->spans)
+    if (!s.read_only) {
+      const auto* data = static_cast<const std::byte*>(s.data);
+      before.emplace_back(data, data + s.count * s.element_bytes);
+    }
+  RangeResult result = BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
+  auto copy = before.begin();
+  for (const LaunchSpan& s : task_.checked->spans)
+    if (!s.read_only) mark_changed_elements(tracking_->registry, s, *copy++);
+  return result;
 }
 
 void KernelOp::record_failure(BlockFailure&& failure) noexcept {
@@ -164,7 +171,8 @@ void KernelOp::finish(std::list<QueuedFailure>& failures) noexcept {
       // The trace is best effort: no memory to format it.
     }
   }
-  for (const LaunchSpan& s : writable_) registry_->mark_written(s.data, s.count * s.element_bytes);
+  if (tracking_ != nullptr) [[unlikely]]
+    for (const LaunchSpan& s : tracking_->writable) tracking_->registry.mark_written(s.data, s.count * s.element_bytes);
   if (!failed_) return;
   failure_slot_.front().seq = seq;
   failures.splice(failures.end(), failure_slot_);
@@ -196,7 +204,7 @@ void CopyOp::run_part(std::size_t part) noexcept {
   const std::size_t begin = part * chunk_, end = std::min(bytes_, begin + chunk_);
   if (begin >= end) return;
   std::memmove(dst_ + begin, src_ + begin, end - begin);
-  registry_.mark_written(dst_ + begin, end - begin);
+  if (!registry_.empty()) [[unlikely]] registry_.mark_written(dst_ + begin, end - begin);
 }
 
 FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
@@ -227,7 +235,7 @@ void FillOp::run_part(std::size_t part) noexcept {
   } else {
     for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * element_bytes_, pattern_.data(), element_bytes_);
   }
-  registry_.mark_written(out, n * element_bytes_);
+  if (!registry_.empty()) [[unlikely]] registry_.mark_written(out, n * element_bytes_);
 }
 
 // ---- operations without parts -------------------------------------------------------------------

@@ -91,6 +91,8 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
     void operator()(std::byte* p) const noexcept { std::free(p); }
   };
   void run_range(std::size_t part);
+  /// A checked launch's range, which counts what it changed as written.
+  [[nodiscard]] RangeResult run_checked_range(std::uint64_t begin, std::uint64_t end);
   /// Records the first failure of the launch; later ones are dropped (their parts stop early).
   void record_failure(BlockFailure&& failure) noexcept;
   /// The exception that stopped a part before its blocks ran (no executor), as a failure.
@@ -116,8 +118,16 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::atomic<std::uint64_t> plain_blocks_{0};
   bool trace_ = false;  // DEVCTX_TRACE, read at enqueue
   Clock::time_point trace_start_;
-  check::ShadowRegistry* registry_;
-  std::vector<LaunchSpan> writable_;  // an unchecked launch's writable spans over checked memory
+  /// Checking mode's part, allocated only when there is one (docs/checking.md): a checked
+  /// launch's task (task_.checked points to it), or the writable spans of an unchecked launch
+  /// on a device where checked contexts track written memory (all of them count as written).
+  struct Tracking {
+    explicit Tracking(check::ShadowRegistry& r) : registry(r) {}
+    check::ShadowRegistry& registry;
+    CheckedTask checked;
+    std::vector<LaunchSpan> writable;
+  };
+  std::unique_ptr<Tracking> tracking_;
 };
 
 /// A copy between any two kinds of memory, in chunks of up to 1 MiB. What it writes of checked
