@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -189,6 +190,35 @@ DEVCTX_KERNEL void iota_through_pointer(devctx::span<float> out) {
   if (i < out.size()) p[i] = float(i);
 }
 
+/// Every thread stores `value` into out[0].
+DEVCTX_KERNEL void store_same(devctx::span<unsigned> out, unsigned value) { out[0] = value; }
+
+/// Stores `value` into each element.
+DEVCTX_KERNEL void store_value(devctx::span<unsigned> out, unsigned value) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = value;
+}
+
+/// Copies bytes, reading `in` through a writable span.
+DEVCTX_KERNEL void copy_bytes(devctx::span<std::uint8_t> in, devctx::span<std::uint8_t> out) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = in[i];
+}
+
+/// Copies bytes, reading `in` through a read-only span.
+DEVCTX_KERNEL void copy_const_bytes(devctx::span<const std::uint8_t> in, devctx::span<std::uint8_t> out) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = in[i];
+}
+
+/// Every block's last thread reads one element past its block's part of `in`.
+DEVCTX_KERNEL void read_past_each_block(devctx::span<const unsigned> in, devctx::span<unsigned> out) {
+  const unsigned part = devctx::block_dim().x - 1;
+  const unsigned t = devctx::thread_idx().x, b = devctx::block_idx().x;
+  const devctx::span<const unsigned> mine = in.subspan(b * part, part);
+  out[b * devctx::block_dim().x + t] = mine[t];
+}
+
 /// Block 0 publishes data[0] behind a fence and a flag; block 1 reads it if it sees the flag.
 DEVCTX_KERNEL void publish_through_flag(devctx::span<int> data, devctx::span<unsigned> flag, devctx::span<int> out) {
   if (devctx::thread_idx().x != 0) return;
@@ -273,9 +303,42 @@ TEST(CheckingSwitch, TheOptionAndTheEnvironmentTurnItOn) {
     EXPECT_TRUE(DeviceContext{}.checking() || DeviceContext{}.api() != Api::cpu);
     EXPECT_FALSE((DeviceContext{Api::cpu, 0, {.check = false}}.checking()));  // the option wins
   }
-  {
-    const ScopedEnv env("DEVCTX_CHECK", "0");
-    EXPECT_FALSE(DeviceContext{Api::cpu}.checking());
+  for (const char* on : {"true", "yes", "on"}) {
+    const ScopedEnv env("DEVCTX_CHECK", on);
+    EXPECT_TRUE(DeviceContext{Api::cpu}.checking()) << on;
+  }
+  for (const char* off : {"0", "false", "no", "off", ""}) {
+    const ScopedEnv env("DEVCTX_CHECK", off);
+    EXPECT_FALSE(DeviceContext{Api::cpu}.checking()) << off;
+  }
+}
+
+TEST(CheckingSwitch, StreamsOfACheckedContextAreChecked) {
+  DeviceContext ctx = DeviceContext{Api::cpu, 0, {.check = true}};
+  auto s = ctx.create_stream();
+  auto in = s.enqueue_create_buffer<float>(64);
+  auto out = s.enqueue_create_buffer<float>(64);
+  s.enqueue_function<scale>({.grid_dim = 1, .block_dim = 64}, in, out, 2.0f);
+  const auto e = error_of([&] { s.synchronize(); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::check_failed);
+  EXPECT_THAT(e->what(), HasSubstr("read of uninitialised device memory"));
+}
+
+TEST(CheckingSwitch, EveryRunReportsTheFirstBlocksBug) {
+  // Every block has the same bug; the blocks of a checked launch run in order, so block 0's is
+  // the one reported, run after run (an unchecked launch spreads blocks over the workers).
+  std::mt19937_64 rng = devctx_test::test_rng();
+  DeviceContext ctx{Api::cpu, 0, {.check = true}};
+  const unsigned blocks = 64, threads = 32;
+  const auto values = devctx_test::random_vector<unsigned>(rng, blocks * (threads - 1), 0, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<unsigned>(blocks * threads);
+  for (int run = 0; run < 5; ++run) {
+    ctx.enqueue_function<read_past_each_block>({.grid_dim = blocks, .block_dim = threads}, in, out);
+    const auto e = error_of([&] { ctx.synchronize(); });
+    ASSERT_TRUE(e);
+    EXPECT_THAT(e->what(), HasSubstr("failed in block (0, 0, 0), thread (31, 0, 0): out-of-bounds access: index 31"));
   }
 }
 
@@ -706,6 +769,35 @@ TEST_F(Checking, BlocksTalkingThroughAFenceAndAFlagAreReportedAsARace) {
   EXPECT_THAT(report_of(ctx), HasSubstr("global-memory race between blocks: thread (0, 0, 0) of block (0, 0, 0) "
                                         "wrote element 0 of argument 1 (devctx::span<int>) and thread (0, 0, 0) of "
                                         "block (1, 0, 0) accessed it"));
+}
+
+TEST_F(Checking, ThreadsStoringTheValueAlreadyThereAreNotReported) {
+  auto out = ctx.enqueue_create_buffer<unsigned>(1);
+  ctx.enqueue_memset(out, 7u);
+  ctx.enqueue_function<store_same>({.grid_dim = 1, .block_dim = 32}, out, 7u);
+  EXPECT_NO_THROW(ctx.synchronize());  // a race, unreported: no store changed the element
+  // Storing another value is seen: the first store changed it, and the next thread touched it.
+  ctx.enqueue_function<store_same>({.grid_dim = 1, .block_dim = 32}, out, 8u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("global-memory race: thread (0, 0, 0) wrote element 0 of argument 1"));
+}
+
+TEST_F(Checking, SmallElementsReadThroughAWritableSpanAreNotReported) {
+  auto in = ctx.enqueue_create_buffer<std::uint8_t>(64);
+  auto out = ctx.enqueue_create_buffer<std::uint8_t>(64);
+  ctx.enqueue_function<copy_bytes>({.grid_dim = 1, .block_dim = 64}, in, out);
+  EXPECT_NO_THROW(ctx.synchronize());  // unreported: a 1-byte element that kept its value
+  ctx.enqueue_function<copy_const_bytes>({.grid_dim = 1, .block_dim = 64}, in, out);
+  EXPECT_THAT(report_of(ctx), HasSubstr("read of uninitialised device memory: thread (0, 0, 0) read element 0 of "
+                                        "argument 1 (devctx::span<const unsigned char>)"));
+}
+
+TEST_F(Checking, StoringTheFillValueLooksLikeARead) {
+  auto out = ctx.enqueue_create_buffer<unsigned>(64);
+  ctx.enqueue_function<store_value>({.grid_dim = 1, .block_dim = 64}, out, 0xCDCDCDCDu);
+  EXPECT_THAT(report_of(ctx), HasSubstr("read of uninitialised device memory: thread (0, 0, 0) read element 0 of "
+                                        "argument 1 (devctx::span<unsigned int>)"));
+  ctx.enqueue_function<store_value>({.grid_dim = 1, .block_dim = 64}, out, 0xCDCDCDCEu);
+  for (unsigned v : download(ctx, out)) ASSERT_EQ(v, 0xCDCDCDCEu);
 }
 
 TEST_F(Checking, MemoryOfAnUncheckedContextIsNeverUninitialised) {
