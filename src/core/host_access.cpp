@@ -22,9 +22,21 @@ bool QueueWatch::observed(std::uint64_t ticket) const {
   return ticket <= observed_;
 }
 
-void QueueWatch::note_wait(std::uint64_t ticket, std::shared_ptr<QueueWatch> other, std::uint64_t event_ticket) {
+void QueueWatch::reserve_wait() {
   const std::lock_guard lock(mutex_);
-  waits_.push_back({ticket, std::move(other), event_ticket});
+  waits_.reserve(waits_.size() + reserved_waits_ + 1);
+  ++reserved_waits_;
+}
+
+void QueueWatch::unreserve_wait() noexcept {
+  const std::lock_guard lock(mutex_);
+  --reserved_waits_;
+}
+
+void QueueWatch::note_wait(std::uint64_t ticket, std::shared_ptr<QueueWatch> other, std::uint64_t event_ticket) noexcept {
+  const std::lock_guard lock(mutex_);
+  --reserved_waits_;
+  waits_.push_back({ticket, std::move(other), event_ticket});  // within the reserved capacity
 }
 
 void QueueWatch::observe(std::uint64_t ticket) {
@@ -65,9 +77,21 @@ std::vector<std::pair<std::shared_ptr<QueueWatch>, std::uint64_t>> DeviceWatches
   return marks;
 }
 
-void HostGuard::add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use) {
+void HostGuard::reserve() {
   const std::lock_guard lock(mutex_);
-  entries_.push_back({std::move(queue), ticket, use});
+  entries_.reserve(entries_.size() + reserved_ + 1);
+  ++reserved_;
+}
+
+void HostGuard::unreserve() noexcept {
+  const std::lock_guard lock(mutex_);
+  --reserved_;
+}
+
+void HostGuard::add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use) noexcept {
+  const std::lock_guard lock(mutex_);
+  --reserved_;
+  entries_.push_back({std::move(queue), ticket, use});  // within the reserved capacity
   pending.store(std::uint32_t(entries_.size()), std::memory_order_release);
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,8 +39,13 @@ class QueueWatch {
   /// The host has waited for every operation up to `ticket`, and so for whatever they waited for.
   void observe(std::uint64_t ticket);
   [[nodiscard]] bool observed(std::uint64_t ticket) const;
-  /// Operation `ticket` of this queue waits for `event_ticket` of `other` (enqueue_wait_for).
-  void note_wait(std::uint64_t ticket, std::shared_ptr<QueueWatch> other, std::uint64_t event_ticket);
+  /// Room for one note_wait() more: taken before the wait is queued, so that note_wait() cannot
+  /// fail once it is (a failing enqueue queues nothing); unreserve_wait() when it was refused.
+  void reserve_wait();
+  void unreserve_wait() noexcept;
+  /// Operation `ticket` of this queue waits for `event_ticket` of `other` (enqueue_wait_for),
+  /// after a reserve_wait().
+  void note_wait(std::uint64_t ticket, std::shared_ptr<QueueWatch> other, std::uint64_t event_ticket) noexcept;
   /// "cpu:0 (CPU ...)": how messages name the queue's device.
   [[nodiscard]] const std::string& label() const noexcept { return label_; }
 
@@ -54,6 +60,7 @@ class QueueWatch {
   std::uint64_t issued_ = 0;
   std::uint64_t observed_ = 0;
   std::vector<Wait> waits_;
+  std::size_t reserved_waits_ = 0;
 };
 
 /// The watches of a device's checked queues, so that a wait for the whole device
@@ -77,8 +84,12 @@ class HostGuard : public HostAccessGate {
  public:
   enum class Use : std::uint8_t { copy_into, copy_out_of, fill };
 
-  /// Work numbered `ticket` on `queue` uses the buffer.
-  void add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use);
+  /// Room for one add() more: taken before the work is queued, so that add() cannot fail once it
+  /// is (a failing enqueue queues nothing); unreserve() when the work was refused.
+  void reserve();
+  void unreserve() noexcept;
+  /// Work numbered `ticket` on `queue` uses the buffer (after a reserve()).
+  void add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use) noexcept;
   /// The host is about to touch the buffer through `access` ("HostBuffer::operator[]"): throws
   /// devctx::Error unless the host has waited for all the work on it.
   void check(const char* access);
@@ -91,6 +102,7 @@ class HostGuard : public HostAccessGate {
   };
   std::mutex mutex_;
   std::vector<Entry> entries_;
+  std::size_t reserved_ = 0;  // entries_ has room for this many more
 };
 
 // The host's waits, which tell a checked queue's watch what the host has seen finish (core's
