@@ -170,6 +170,12 @@ if [[ -x $BENCH ]]; then
 else
   skip "cuda benchmark" "devctx_bench_cuda not built"
 fi
+FIBER_BENCH=$BUILD/bench/cpu/devctx_bench_fiber_switch
+if [[ -x $FIBER_BENCH ]]; then
+  step "fiber switch: assembly vs Boost.Context" bench-fiber.log "$FIBER_BENCH" --reps 9 --switches 5000000
+else
+  skip "fiber switch benchmark" "not built (needs Boost.Context)"
+fi
 CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then
   skip "cpu benchmark" "GPU_CHECK_SKIP"
