@@ -583,6 +583,7 @@ TEST(CpuStackOverflow, ASegfaultThatIsNotAnOverflowReachesThePreviousHandler) {
         setenv("DEVCTX_CPU_THREADS", "1", 1);
         DeviceContext ctx{Api::cpu};
         auto d = ctx.enqueue_create_buffer<std::uint32_t>(64);
+        ctx.enqueue_memset(d, 1u);  // read by the kernel: written first (clean under DEVCTX_CHECK=1)
         ctx.enqueue_function<add_block_sum>({.grid_dim = 1, .block_dim = 64}, d, d);
         ctx.synchronize();
         static volatile std::uintptr_t wild = 16;  // not a constant: a real store that faults

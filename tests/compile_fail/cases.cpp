@@ -18,6 +18,15 @@ DEVCTX_KERNEL void takes_reference(const int& v, devctx::span<int> out) { out[0]
 DEVCTX_KERNEL void takes_string(std::string s, devctx::span<int> out) { out[0] = int(s.size()); }
 DEVCTX_KERNEL int returns_int(devctx::span<int> out) { return out[0]; }
 
+#if defined(CASE_copy_shared_array)
+// On the CPU a DEVCTX_SHARED array is an object that must not be copied out of shared memory.
+DEVCTX_KERNEL void copies_shared_array(devctx::span<float> out) {
+  DEVCTX_SHARED(float, s, 32);
+  auto copy = s;
+  out[0] = copy[0];
+}
+#endif
+
 void cases(devctx::DeviceContext& ctx) {
   const devctx::LaunchConfig cfg{.grid_dim = 1, .block_dim = 32};
   auto d = ctx.enqueue_create_buffer<float>(32);
@@ -85,6 +94,8 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_span>(cfg, 1.0f);
 #elif defined(CASE_buffer_for_scalar_parameter)
   ctx.enqueue_function<takes_scalar>(cfg, di, di);
+#elif defined(CASE_copy_shared_array)
+  // (the kernel above)
 #elif defined(CASE_non_void_kernel)
   ctx.enqueue_function<returns_int>(cfg, di);
 #else

@@ -7,7 +7,10 @@
 #endif
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <source_location>
 #include <type_traits>
 
 #include <devctx/detail/cpu_state.hpp>
@@ -27,7 +30,9 @@ inline Idx3 global_idx() {
           std::uint64_t(s.block_idx.z) * s.block_dim.z + s.thread_idx.z};
 }
 
-inline void barrier() { detail::cpu::barrier(); }
+/// The call site travels with the call, as checking mode compares the barrier() calls that
+/// threads wait at (a pointer in a register: unchecked launches ignore it).
+inline void barrier(std::source_location site = std::source_location::current()) { detail::cpu::barrier(site); }
 
 template <class T>
 span<T> dynamic_shared() {
@@ -36,14 +41,23 @@ span<T> dynamic_shared() {
   return span<T>(reinterpret_cast<T*>(s.dynamic_shared), s.dynamic_shared_bytes / sizeof(T));
 }
 
+namespace detail::cpu {
+/// Tells checking mode about an atomic, which it never counts in a race.
+inline void note_atomic(const void* address, std::size_t bytes) {
+  if (in_checked_launch()) [[unlikely]] checked_atomic(address, bytes);
+}
+}  // namespace detail::cpu
+
 template <class T>
 T atomic_add(T* address, T value) {
   static_assert(std::is_arithmetic_v<T>, "devctx::atomic_add takes an arithmetic type");
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_max(T* address, T value) {
+  detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
   T old = ref.load(std::memory_order_relaxed);
   while (old < value && !ref.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
@@ -53,6 +67,7 @@ T atomic_max(T* address, T value) {
 
 template <class T>
 T atomic_min(T* address, T value) {
+  detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
   T old = ref.load(std::memory_order_relaxed);
   while (value < old && !ref.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
@@ -62,11 +77,13 @@ T atomic_min(T* address, T value) {
 
 template <class T>
 T atomic_exchange(T* address, T value) {
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).exchange(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_cas(T* address, T expected, T desired) {
+  detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T>(*address).compare_exchange_strong(expected, desired, std::memory_order_relaxed);
   return expected;
 }
@@ -141,7 +158,64 @@ T warp_sum(T value) {
 
 }  // namespace devctx
 
-#define DEVCTX_SHARED(T, name, count)                                                             \
-  static constexpr char devctx_shared_site_##name = 0;                                            \
-  T(&name)[count] = *static_cast<T(*)[count]>(                                                    \
-      ::devctx::detail::cpu::shared_array(&devctx_shared_site_##name, sizeof(T) * (count), alignof(T)))
+namespace devctx::detail::cpu {
+
+template <class T, std::size_t N>
+class SharedArray;
+template <class T>
+struct SharedElement {
+  using type = T;
+};
+template <class T, std::size_t M>
+struct SharedElement<T[M]> {
+  using type = SharedArray<T, M>;
+};
+
+/// What DEVCTX_SHARED(T, name, N) names on the CPU: N elements of T laid out exactly as T[N]
+/// (each row of a two-dimensional array is itself a SharedArray), used as the array is:
+/// name[i], &name[i], name[y][x], name + i, name where a T* or a T(&)[N] is expected,
+/// sizeof(name), range-for. It cannot be copied: `auto p = name;` does not compile (write
+/// `T* p = name;`), where it would otherwise copy the array out of shared memory.
+///
+/// In a checked launch name[i] goes through checking mode (docs/checking.md); otherwise it costs
+/// a test that the compiler moves out of the kernel's loops.
+template <class T, std::size_t N>
+class SharedArray {
+ public:
+  using element_type = typename SharedElement<T>::type;
+  using array_type = T[N];
+
+  SharedArray() = delete;  // never constructed: it names memory of the executor's arena
+  SharedArray(const SharedArray&) = delete;
+  SharedArray& operator=(const SharedArray&) = delete;
+
+  element_type& operator[](std::size_t i) {
+    if (in_checked_launch()) [[unlikely]] {
+      if constexpr (std::is_array_v<T>)
+        return *static_cast<element_type*>(checked_shared_row(elements_, i, N, sizeof(element_type)));
+      else
+        return *static_cast<element_type*>(checked_shared_element(elements_, i, N, sizeof(element_type)));
+    }
+    return elements_[i];
+  }
+  const element_type& operator[](std::size_t i) const { return const_cast<SharedArray&>(*this)[i]; }
+  operator array_type&() noexcept { return reinterpret_cast<array_type&>(elements_); }  // NOLINT
+  operator const array_type&() const noexcept { return reinterpret_cast<const array_type&>(elements_); }  // NOLINT
+  [[nodiscard]] element_type* begin() noexcept { return elements_; }
+  [[nodiscard]] element_type* end() noexcept { return elements_ + N; }
+  [[nodiscard]] const element_type* begin() const noexcept { return elements_; }
+  [[nodiscard]] const element_type* end() const noexcept { return elements_ + N; }
+  [[nodiscard]] static constexpr std::size_t size() noexcept { return N; }
+
+ private:
+  element_type elements_[N];
+};
+
+}  // namespace devctx::detail::cpu
+
+// The declaration's name, as a string, is also its site: the key under which the executor lays
+// the array out, and what checking mode calls it.
+#define DEVCTX_SHARED(T, name, count)                                                                     \
+  static constexpr char devctx_shared_site_##name[] = #name;                                              \
+  ::devctx::detail::cpu::SharedArray<T, (count)>& name = *static_cast<::devctx::detail::cpu::SharedArray<T, (count)>*>( \
+      ::devctx::detail::cpu::shared_array(devctx_shared_site_##name, sizeof(T) * (count), alignof(T)))
