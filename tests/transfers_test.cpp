@@ -157,6 +157,14 @@ TEST_P(Transfers, KeepStreamOrderWithKernelsAndOtherCopies) {
   ctx().enqueue_function<iota_kernel>(cover(n), d, 1000u);
   ctx().enqueue_copy(out, d);
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 1000u + std::uint32_t(i)) << "element " << i;
+  // A copy from ordinary memory is done when it returns, with everything before it on its
+  // stream: another stream may read the data without an event.
+  ctx().enqueue_function<add_kernel>(cover(n), d, 1u);
+  ctx().enqueue_copy(d, first);
+  auto other = ctx().create_stream();
+  std::vector<std::uint32_t> seen(n, poison_value<std::uint32_t>());
+  other.enqueue_copy(seen, d);
+  EXPECT_TRUE(all_equal(first, seen));
 }
 
 TEST_P(Transfers, FourStreamsFromFourHostThreads) {

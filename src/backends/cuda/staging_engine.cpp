@@ -3,8 +3,8 @@
 // Upload (pageable -> device), per chunk: take a slot, copy the chunk into it on the copy
 // threads (several chunks ahead, as many as there are free slots), then cudaMemcpyAsync the
 // slot to the device on the copy's stream and record the slot's event; the slot is reused once
-// that event has completed. The call returns when the last chunk has been read from the caller's
-// memory. Download (device -> pageable), per chunk: take a slot, cudaMemcpyAsync the chunk into
+// that event has completed. The call returns when the last chunk has reached the device (the
+// stream is synchronized, as on the direct path). Download (device -> pageable), per chunk: take a slot, cudaMemcpyAsync the chunk into
 // it on the stream and record its event (several chunks ahead), wait for the oldest chunk's
 // event, copy it out on the copy threads, give the slot back. The calling thread copies pieces
 // too, and makes every CUDA call: the copy threads only copy host memory.
@@ -240,7 +240,10 @@ CudaCall StagingEngine::upload(void* dst, const void* src, std::size_t bytes, cu
     sent += c.bytes;
     run.pop(SlotState::pending);
   }
-  return failure;
+  // As the direct path does, return once the copy is done and so is everything before it on the
+  // stream: callers (and tests, and the fuzzer's model) may rely on a pageable copy being
+  // complete. Only the DMA of the last chunks is left to wait for here.
+  return DEVCTX_CUDA(cudaStreamSynchronize(stream));
 }
 
 CudaCall StagingEngine::download(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {

@@ -33,9 +33,8 @@ class StagingEngine {
   StagingEngine& operator=(const StagingEngine&) = delete;
 
   /// `bytes` of device memory at `dst` <- pageable host memory at `src`, in `stream`'s order.
-  /// Returns once all of `src` has been read: the last chunks may still be on their way to the
-  /// device, in stream order. A failed CUDA call is returned (ok() otherwise) once nothing
-  /// touches `src` any more.
+  /// Returns once the copy and the stream's earlier work are done, as the direct path does. A
+  /// failed CUDA call is returned (ok() otherwise) once nothing touches `src` any more.
   [[nodiscard]] CudaCall upload(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
   /// `bytes` of pageable host memory at `dst` <- device memory at `src`, in `stream`'s order.
   /// Returns once all of `dst` has been written; a failed call as upload() does.
