@@ -111,8 +111,13 @@ CudaDevice::CudaDevice(int id) : health_(context_health(id)), transfers_(read_tr
 }
 
 CudaDevice::~CudaDevice() {
-  // The staging memory first: it may come from the host pool destroyed below.
-  staging_.reset();
+  // The staging memory first: it may come from the host pool destroyed below. Its stream and
+  // events belong to this device, which may not be current on the thread that closes it.
+  if (staging_ != nullptr) {
+    int current = -1;
+    if (!succeeded(cudaGetDevice(&current)) || current != id()) ignore(cudaSetDevice(id()));
+    staging_.reset();
+  }
   // Only fallback host buffers can still be pending here: pool memory is freed in stream order,
   // and a destroyed pool goes away once its last allocation is freed.
   reap_host_frees(true);
