@@ -80,7 +80,7 @@ std::shared_lock<std::shared_mutex> HostRegistry::hold_if_registered(const void*
   auto it = ranges_.upper_bound(begin);
   if (it == ranges_.begin()) return {};
   --it;
-  if (it->second.state != State::ready || bytes > it->second.end - begin || begin >= it->second.end) return {};
+  if (it->second.state != State::ready || begin >= it->second.end || bytes > it->second.end - begin) return {};
   return lock;
 }
 
