@@ -113,7 +113,9 @@ TEST_P(Transfers, DownloadsEverySizeClassAlignedAndNot) {
       ctx().enqueue_copy(std::span<Byte>(host).subspan(shift, n), d);
       ASSERT_TRUE(all_equal(expected, std::vector<Byte>(host.begin() + std::ptrdiff_t(shift), host.end() - 1)));
       // Nothing written outside the span.
-      if (shift != 0) EXPECT_EQ(host.front(), poison_value<Byte>());
+      if (shift != 0) {
+        EXPECT_EQ(host.front(), poison_value<Byte>());
+      }
       EXPECT_EQ(host.back(), poison_value<Byte>());
     }
   }
