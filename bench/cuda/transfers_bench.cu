@@ -10,6 +10,7 @@
 //  3. Sweeps of the staged path's settings (the device reopened with DEVCTX_CUDA_* set for each;
 //     phases, not alternated): staged vs direct from 64 KiB to 16 MiB, for the threshold; copy
 //     threads and chunk size at 256 MiB.
+//  4. The CPU time an idle process uses once the staging engine has started (its threads sleep).
 //
 // Method: warm-ups first; host wall time (steady_clock) from the first enqueue to the end of a
 // synchronize, over enough copies to last milliseconds; medians of several trials. GB/s count
@@ -20,6 +21,8 @@
 #include <devctx/devctx.hpp>
 
 #include <cuda_runtime.h>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -315,6 +318,24 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     std::printf("\n");
+  }
+
+  // ---- 4. an idle context whose staging engine has started: its copy threads sleep -----------------
+  {
+    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    auto d = ctx.enqueue_create_buffer<Byte>(std::size_t{64} << 20);
+    ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), d.size()));  // starts the engine
+    const auto cpu_ms = [] {
+      timespec t{};
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+      return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+    };
+    const double c0 = cpu_ms();
+    const auto t0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const double per_second = (cpu_ms() - c0) / seconds_since(t0);
+    std::printf("\n4. idle for 1 s after a staged copy: the process used %.3f ms of CPU time per second; "
+                "target < 1: %s\n", per_second, verdict(per_second < 1.0));
   }
 
   CK(cudaFreeHost(pinned));
