@@ -7,6 +7,9 @@
 #      CUDA smoke check (tests/cuda/cuda_smoke.cu), each of its device-fault runs in its own process
 #   2. the full ctest
 #   3. the CUDA benchmark (devctx vs raw CUDA) and the CPU benchmark, when built
+#   3a. the transfers benchmark (bench/cuda/transfers_bench.cu: pageable, page-locked and staged
+#      copies, sweeps of the staging settings) and the pipeline example (examples/07_pipeline) at
+#      its default size, into bench-transfers.log
 #   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
@@ -118,6 +121,16 @@ python_tests() {
   return "$status"
 }
 
+# The transfers benchmark, then the pipeline example at its default size (128 MiB in 16 chunks).
+transfers() {
+  local status=0
+  "$BUILD/bench/cuda/devctx_bench_transfers" || status=$?
+  echo
+  echo "==> examples/07_pipeline (default size)"
+  "$BUILD/examples/07_pipeline" || status=$?
+  return "$status"
+}
+
 environment() {
   nvidia-smi || true
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used --format=csv || true
@@ -139,7 +152,7 @@ sanitize() {
 }
 
 export SRC BUILD ARCH OUTDIR DLPACK_DIR
-export -f environment configure sanitize python_tests 2>/dev/null || true
+export -f environment configure sanitize python_tests transfers 2>/dev/null || true
 step "environment" env.log environment
 
 rm -rf "$BUILD"
@@ -175,6 +188,11 @@ if [[ -x $FIBER_BENCH ]]; then
   step "fiber switch: assembly vs Boost.Context" bench-fiber.log "$FIBER_BENCH" --reps 9 --switches 5000000
 else
   skip "fiber switch benchmark" "not built (needs Boost.Context)"
+fi
+if [[ -x $BUILD/bench/cuda/devctx_bench_transfers ]]; then
+  step "transfers benchmark and pipeline example" bench-transfers.log transfers
+else
+  skip "transfers benchmark" "devctx_bench_transfers not built"
 fi
 CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then
@@ -244,10 +262,12 @@ printf '%-52s %-22s %6s  %s\n' "----" "------" "----" "---"
 for i in "${!NAMES[@]}"; do
   printf '%-52s %-22s %6s  %s\n' "${NAMES[$i]}" "${RESULTS[$i]}" "${SECONDS_TAKEN[$i]}" "${LOGS[$i]}"
 done
-if [[ -f $OUTDIR/bench-cuda.log ]]; then
-  echo
-  grep -E 'MISSED|targets missed|WRONG' "$OUTDIR/bench-cuda.log" || true
-fi
+for log in bench-cuda.log bench-transfers.log; do
+  if [[ -f $OUTDIR/$log ]]; then
+    echo
+    grep -E 'MISSED|targets? missed|WRONG' "$OUTDIR/$log" | sed "s/^/$log: /" || true
+  fi
+done
 echo
 if [[ $FAILED != 0 ]]; then
   echo "gpu-check: FAILED"

@@ -19,6 +19,7 @@
 #include <devctx/device_info.hpp>
 
 #include "core/host_access.hpp"
+#include "core/host_registry.hpp"
 
 namespace devctx::detail {
 
@@ -98,6 +99,16 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// instead. Default: every address is fine (the CPU backend's device memory is host memory).
   virtual void check_device_memory(const void* /*data*/, std::size_t /*bytes*/, std::string_view /*operation*/) const {}
 
+  /// Page-locks [data, data + bytes), ordinary host memory registered by the user
+  /// (DeviceContext::register_host_memory, checked and reserved by core), so that this device
+  /// copies it directly. Throws Error naming what was wrong. Default: nothing to do (the CPU
+  /// backend copies host memory with memcpy whatever it is).
+  virtual void pin_host_memory(const void* /*data*/, std::size_t /*bytes*/) {}
+  /// Undoes pin_host_memory once no copy uses the range. Never throws.
+  virtual void unpin_host_memory(const void* /*data*/) noexcept {}
+  /// The host memory registered with this device.
+  [[nodiscard]] HostRegistry& host_registry() noexcept { return host_registry_; }
+
   /// Runs `release` once `after` has been reached, on a thread that calls into devctx (the next
   /// synchronize of this device's work, or the creation of a view, or a context's end), never
   /// inside a backend's callback: a release may call other libraries and take their locks.
@@ -118,6 +129,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   std::vector<std::pair<std::shared_ptr<EventImpl>, std::function<void()>>> releases_;
   std::atomic<std::size_t> pending_releases_{0};
   DeviceWatches watches_;
+  HostRegistry host_registry_;
 };
 
 // ---- backend entry points (each backend folder defines its own) ------------------------------

@@ -10,6 +10,8 @@
 //   has them (cudaDevAttrHostMemoryPoolsSupported), else cudaHostAlloc with deferred frees.
 // - Kernel attributes (cudaFuncGetAttributes) are cached per device and kernel, to check each
 //   launch against the kernel's own limits.
+// - Pageable copies: the settings are read when the device opens (transfer_settings.cpp); the
+//   staging engine (staging_engine.cpp) is made at the first large pageable copy.
 // The queues, events and fills are in cuda_queue.cpp; errors and context health in cuda_error.cpp.
 #include "backends/cuda/cuda_device.hpp"
 
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +29,7 @@
 
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_queue.hpp"
+#include "backends/cuda/staging_engine.hpp"
 #include "core/backend.hpp"
 #include "core/environment.hpp"
 #include "core/errors.hpp"
@@ -45,7 +49,7 @@ thread_local LastKernel last_kernel;
 
 }  // namespace
 
-CudaDevice::CudaDevice(int id) : health_(context_health(id)) {
+CudaDevice::CudaDevice(int id) : health_(context_health(id)), transfers_(read_transfer_settings()) {
   cudaDeviceProp p{};
   info_.api = Api::cuda;
   info_.id = id;
@@ -107,10 +111,32 @@ CudaDevice::CudaDevice(int id) : health_(context_health(id)) {
 }
 
 CudaDevice::~CudaDevice() {
+  // The staging memory first: it may come from the host pool destroyed below. Its stream and
+  // events belong to this device, which may not be current on the thread that closes it.
+  if (staging_ != nullptr) {
+    int current = -1;
+    if (!succeeded(cudaGetDevice(&current)) || current != id()) ignore(cudaSetDevice(id()));
+    staging_.reset();
+  }
   // Only fallback host buffers can still be pending here: pool memory is freed in stream order,
   // and a destroyed pool goes away once its last allocation is freed.
   reap_host_frees(true);
   if (host_pool_ != nullptr) ignore(cudaMemPoolDestroy(host_pool_));
+}
+
+StagingEngine* CudaDevice::staging() {
+  if (!transfers_.staging) return nullptr;
+  const std::lock_guard lock(staging_mutex_);
+  if (staging_ == nullptr && !staging_failed_) {
+    try {
+      staging_ = std::make_unique<StagingEngine>(transfers_, host_pool_);
+    } catch (const std::exception&) {
+      // No staging memory or no threads: every pageable copy takes the direct path, as fast as
+      // the driver's own staging; trying again at each copy would cost each copy the attempt.
+      staging_failed_ = true;
+    }
+  }
+  return staging_.get();
 }
 
 std::string CudaDevice::memory_text() const {

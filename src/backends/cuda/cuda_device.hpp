@@ -1,6 +1,6 @@
 // src/backends/cuda/cuda_device.hpp - one CUDA device (CudaDevice): its memory pools, its cache
-// of kernel attributes, and the page-locked host memory of the fallback path. Private to
-// src/backends/cuda/.
+// of kernel attributes, the page-locked host memory of the fallback path, and the settings and
+// engine of its pageable copies. Private to src/backends/cuda/.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,11 +16,14 @@
 #include <vector>
 
 #include "backends/cuda/cuda_error.hpp"
+#include "backends/cuda/transfer_settings.hpp"
 #include "core/backend.hpp"
 
 namespace devctx::detail::cuda {
 
 /// What devctx knows about one kernel on one device (cudaFuncGetAttributes), cached.
+class StagingEngine;
+
 struct KernelInfo {
   unsigned max_threads = 0;         ///< for its register use
   unsigned registers = 0;
@@ -42,7 +45,16 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<QueueImpl> wrap_native_queue(void* native) override;
   void check_device_memory(const void* data, std::size_t bytes, std::string_view operation) const override;
 
+  // Registered host memory (host_pinning.cpp): cudaHostRegister / cudaHostUnregister.
+  void pin_host_memory(const void* data, std::size_t bytes) override;
+  void unpin_host_memory(const void* data) noexcept override;
+
   [[nodiscard]] int id() const noexcept { return info_.id; }
+  /// How pageable copies are made on this device (read from the environment when it opened).
+  [[nodiscard]] const TransferSettings& transfer_settings() const noexcept { return transfers_; }
+  /// The staged path of pageable copies, made at the first call; null when DEVCTX_CUDA_STAGING
+  /// is off or its staging memory or threads could not be had (copies then take the direct path).
+  [[nodiscard]] StagingEngine* staging();
   [[nodiscard]] cudaMemPool_t host_pool() const noexcept { return host_pool_; }
   [[nodiscard]] ContextHealth& health() const noexcept { return health_; }
 
@@ -83,6 +95,11 @@ class CudaDevice final : public DeviceImpl {
 
   std::mutex kernels_mutex_;
   std::unordered_map<const void*, KernelInfo> kernels_;
+
+  TransferSettings transfers_;
+  std::mutex staging_mutex_;
+  std::unique_ptr<StagingEngine> staging_;
+  bool staging_failed_ = false;
 
   std::mutex host_mutex_;
   std::unordered_set<void*> fallback_host_;

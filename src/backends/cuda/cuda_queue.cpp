@@ -1,5 +1,6 @@
 // The CUDA queues and events: one non-blocking stream per queue (DeviceContext and each Stream)
-// running allocations, frees, copies, fills and launches in order, and the CUDA events that
+// running allocations, frees, copies, fills and launches in order (large copies with pageable
+// host memory through the device's staging engine, staging_engine.cpp), and the CUDA events that
 // order queues after one another. A queue may also run on a stream made elsewhere
 // (wrap_cuda_stream), which it never destroys. A failure that surfaces when waiting for a queue's work names
 // the kernels enqueued on it since its last successful synchronize.
@@ -15,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +25,7 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/fill_kernel.hpp"
+#include "backends/cuda/staging_engine.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
 #include "core/memory.hpp"
@@ -60,6 +63,8 @@ class CudaQueue final : public QueueImpl {
   /// Called after a successful wait for everything enqueued so far.
   void forget_kernels() noexcept;
   void fill_doubling(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes);
+  /// Whether the stream is being captured into a CUDA graph (or cannot say).
+  [[nodiscard]] bool capturing() const noexcept;
 
   std::shared_ptr<CudaDevice> device_;
   cudaStream_t stream_ = nullptr;
@@ -186,12 +191,41 @@ void CudaQueue::free(void* data, std::size_t, MemKind kind) noexcept {
 void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
   device_->check_alive("enqueue_copy");
   device_->make_current();
-  check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_,
-        [&] { return concat("enqueue_copy (", bytes_text(bytes), ')'); });
-  if (copy_waits_for_host(dst_kind, src_kind)) {
-    // Ordinary host memory may be reused as soon as enqueue_copy returns: wait for the copy.
-    check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "enqueue_copy");
+  const auto operation = [&] { return concat("enqueue_copy (", bytes_text(bytes), ')'); };
+  if (!copy_waits_for_host(dst_kind, src_kind)) {
+    check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_, operation);
+    return;
   }
+  // Between pageable host memory and the device, a large copy goes through the staging engine
+  // unless the host range is registered (then the direct path is a DMA, held registered until
+  // it is done) or the stream is being captured into a graph (a graph would keep pointers to
+  // staging memory that later copies reuse; the direct path reports the capture as before).
+  const bool upload = src_kind == MemKind::host_pageable && dst_kind == MemKind::device;
+  const bool download = dst_kind == MemKind::host_pageable && src_kind == MemKind::device;
+  std::shared_lock<std::shared_mutex> registered;
+  if ((upload || download) && bytes >= device_->transfer_settings().threshold) {
+    registered = device_->host_registry().hold_if_registered(upload ? src : dst, bytes);
+    if (!registered.owns_lock() && !capturing()) {
+      if (StagingEngine* engine = device_->staging()) {
+        const CudaCall call = upload ? engine->upload(dst, src, bytes, stream_) : engine->download(dst, src, bytes, stream_);
+        if (!call.ok()) [[unlikely]] {
+          // A sticky error is the fault of earlier work on the stream, not of this copy.
+          if (is_sticky(call.status)) raise(*this, call, operation());
+          raise(*device_, call, operation());
+        }
+        return;
+      }
+    }
+  }
+  check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_, operation);
+  // Ordinary host memory may be reused as soon as enqueue_copy returns: wait for the copy.
+  check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "enqueue_copy");
+}
+
+bool CudaQueue::capturing() const noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  // When the query itself fails, the direct path is the one that reports failures clearly.
+  return !succeeded(cudaStreamIsCapturing(stream_, &status)) || status != cudaStreamCaptureStatusNone;
 }
 
 void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) {

@@ -130,6 +130,21 @@ void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
 /// Error(not_available) when its backend has none.
 [[nodiscard]] void* event_native_handle(const std::shared_ptr<EventImpl>& event);
 
+// ---- registering host memory (DeviceContext::register_host_memory) ---------------------------------
+
+/// One registration of host memory with a device; releasing it unregisters the memory.
+/// Defined in src/core/host_registry.cpp.
+class HostRegistrationRecord;
+struct HostRegistrationReleaser {
+  void operator()(HostRegistrationRecord* record) const noexcept;
+};
+using HostRegistrationPtr = std::unique_ptr<HostRegistrationRecord, HostRegistrationReleaser>;
+/// Registers `count` elements of `element_bytes` at `data` with `queue`'s device. Throws
+/// Error(invalid_argument) for an empty range, a null pointer, a range past the end of the
+/// address space or overlapping one registered on the device, and what the backend refuses.
+[[nodiscard]] HostRegistrationPtr queue_register_host_memory(QueueImpl& queue, const void* data, std::size_t count,
+                                                             std::size_t element_bytes);
+
 // ---- reading a buffer's record ----------------------------------------------------------------------
 
 [[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;

@@ -1,0 +1,348 @@
+// devctx_bench_transfers: copies between host memory and the GPU (issue 13), in one run:
+//
+//  1. Pageable copies, each direction, 4 KiB .. 1 GiB (4 GiB with --4g): devctx's enqueue_copy
+//     from a std::vector (the staged path above its threshold), the raw cudaMemcpyAsync from the
+//     same vector followed by cudaStreamSynchronize (what devctx's call promises: done on return),
+//     and raw cudaMemcpyAsyncs from page-locked memory (cudaMallocHost) back to back, measured
+//     in alternation (devctx, raw pageable, raw pinned, devctx, ...) so that drift favours none.
+//     Ratios against both, and the issue's targets. Each devctx copy's result is checked once.
+//  2. Both directions at once on page-locked memory (two streams), devctx and raw.
+//  3. Sweeps of the staged path's settings (the device reopened with DEVCTX_CUDA_* set for each;
+//     phases, not alternated): staged vs direct from 64 KiB to 16 MiB, for the threshold; copy
+//     threads and chunk size at 256 MiB.
+//  4. The CPU time an idle process uses once the staging engine has started (its threads sleep).
+//
+// Method: warm-ups first; host wall time (steady_clock) from the first enqueue to the end of a
+// synchronize, over enough copies to last milliseconds; medians of several trials. GB/s count
+// the bytes moved once (10^9 bytes per second). Exit status: 1 when a result is wrong, 3 with
+// --strict when a target is missed, else 0. Runs in well under a minute on an H200.
+//
+// Like cuda_bench.cu, this file calls CUDA directly: the raw runtime is the baseline.
+#include <devctx/devctx.hpp>
+
+#include <cuda_runtime.h>
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Byte = unsigned char;
+
+void cuda_check(cudaError_t s, const char* what) {
+  if (s != cudaSuccess) {
+    std::fprintf(stderr, "raw CUDA: %s failed: %s\n", what, cudaGetErrorString(s));
+    std::exit(2);
+  }
+}
+#define CK(call) cuda_check((call), #call)
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string size_name(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 30)) return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (std::size_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes >> 10) + " KiB";
+}
+
+/// Copies of `bytes` per trial: enough to last a few milliseconds, at least one.
+int reps_for(std::size_t bytes) { return int(std::clamp<std::size_t>((std::size_t{32} << 20) / bytes, 1, 2000)); }
+
+/// GB/s of `reps` copies of `bytes` done by `f` (which runs all of them and waits).
+double gbps(std::size_t bytes, int reps, const std::function<void()>& f) {
+  const auto t0 = Clock::now();
+  f();
+  return double(bytes) * reps / seconds_since(t0) / 1e9;
+}
+
+/// Medians of several measurements taken in turn, trial after trial.
+std::vector<double> alternate(int trials, int warmups, const std::vector<std::function<double()>>& fs) {
+  for (int w = 0; w < warmups; ++w)
+    for (const auto& f : fs) (void)f();
+  std::vector<std::vector<double>> runs(fs.size());
+  for (int t = 0; t < trials; ++t)
+    for (std::size_t i = 0; i < fs.size(); ++i) runs[i].push_back(fs[i]());
+  std::vector<double> out;
+  for (auto& r : runs) out.push_back(median(r));
+  return out;
+}
+
+int missed = 0, wrong = 0;
+
+const char* verdict(bool met) {
+  if (!met) ++missed;
+  return met ? "met" : "MISSED";
+}
+
+void fill_pattern(std::vector<Byte>& v, std::size_t bytes, unsigned salt) {
+  for (std::size_t i = 0; i < bytes; i += 4096) v[i] = Byte(i / 4096 * 31 + salt);
+  v[bytes - 1] = Byte(salt ^ 0x5A);
+}
+
+bool same_pattern(const Byte* a, const Byte* b, std::size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
+
+/// Sets (or, with nullptr, unsets) an environment variable for one scope.
+struct Env {
+  std::string name;
+  Env(const char* n, const char* value) : name(n) {
+    if (value != nullptr) setenv(n, value, 1);
+    else unsetenv(n);
+  }
+  ~Env() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool four_gib = false, strict = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--4g") == 0) four_gib = true;
+    else if (std::strcmp(argv[i], "--strict") == 0) strict = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--4g] [--strict]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+    std::printf("devctx_bench_transfers: no CUDA device; nothing to measure\n");
+    return 0;
+  }
+  const std::size_t largest = four_gib ? std::size_t{4} << 30 : std::size_t{1} << 30;
+  std::vector<std::size_t> sizes;
+  for (std::size_t s = 4096; s <= largest; s *= 4) sizes.push_back(s);
+
+  CK(cudaSetDevice(0));
+  cudaStream_t raw;
+  CK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+  std::vector<Byte> pageable(largest), check(largest);
+  std::memset(pageable.data(), 1, largest);  // touched: no first-use page faults in the timings
+  std::memset(check.data(), 2, largest);
+  Byte* pinned = nullptr;
+  CK(cudaMallocHost(&pinned, largest));
+  std::memset(pinned, 3, largest);
+
+  {
+    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    auto d = ctx.enqueue_create_buffer<Byte>(largest);
+    ctx.synchronize();
+    std::printf("devctx_bench_transfers on %s; %u hardware threads on the host\n\n", ctx.name().c_str(),
+                std::thread::hardware_concurrency());
+
+    // ---- 1. pageable copies -----------------------------------------------------------------------
+    std::printf("1. pageable copies (GB/s; devctx from a std::vector, raw cudaMemcpyAsync from the same vector and\n"
+                "   from cudaMallocHost memory), alternating; targets: <= 1 MiB devctx >= 0.95x raw pageable,\n"
+                "   >= 256 MiB devctx >= 0.75x pinned\n");
+    std::printf("%-8s %-4s %10s %10s %10s %12s %10s  %s\n", "size", "dir", "devctx", "raw page", "raw pinned",
+                "vs raw page", "vs pinned", "target");
+    for (const std::size_t n : sizes) {
+      const int reps = reps_for(n);
+      const int trials = n >= (std::size_t{256} << 20) ? 5 : 7;
+      for (const bool up : {true, false}) {
+        auto span = std::span<Byte>(pageable.data(), n);
+        auto slice = d.slice(0, n);
+        const auto devctx_fn = [&] {
+          return gbps(n, reps, [&] {
+            for (int r = 0; r < reps; ++r) {
+              if (up) ctx.enqueue_copy(slice, span);
+              else ctx.enqueue_copy(span, slice);
+            }
+            ctx.synchronize();
+          });
+        };
+        // Raw pageable: each copy followed by a stream wait, the promise devctx's call keeps (done
+        // on return). Raw pinned: copies back to back, one wait at the end (the DMA ceiling).
+        const auto raw_fn = [&](Byte* host, bool wait_each) {
+          return [&, host, wait_each] {
+            return gbps(n, reps, [&] {
+              for (int r = 0; r < reps; ++r) {
+                if (up) CK(cudaMemcpyAsync(d.data(), host, n, cudaMemcpyHostToDevice, raw));
+                else CK(cudaMemcpyAsync(host, d.data(), n, cudaMemcpyDeviceToHost, raw));
+                if (wait_each) CK(cudaStreamSynchronize(raw));
+              }
+              CK(cudaStreamSynchronize(raw));
+            });
+          };
+        };
+        const auto m = alternate(trials, 1, {devctx_fn, raw_fn(pageable.data(), true), raw_fn(pinned, false)});
+        std::string target;
+        if (n <= (std::size_t{1} << 20)) target = std::string(">= 0.95x raw pageable: ") + verdict(m[0] >= 0.95 * m[1]);
+        if (n >= (std::size_t{256} << 20)) target = std::string(">= 0.75x pinned: ") + verdict(m[0] >= 0.75 * m[2]);
+        std::printf("%-8s %-4s %10.2f %10.2f %10.2f %11.2fx %9.2fx  %s\n", size_name(n).c_str(), up ? "H2D" : "D2H", m[0],
+                    m[1], m[2], m[0] / m[1], m[0] / m[2], target.c_str());
+        std::fflush(stdout);
+        // The result of one devctx copy, checked against the raw pinned path.
+        fill_pattern(pageable, n, unsigned(n >> 12) + (up ? 1u : 2u));
+        if (up) {
+          ctx.enqueue_copy(slice, span);
+          ctx.synchronize();
+          CK(cudaMemcpy(check.data(), d.data(), n, cudaMemcpyDeviceToHost));
+          if (!same_pattern(check.data(), pageable.data(), n)) {
+            std::printf("WRONG: devctx H2D of %s\n", size_name(n).c_str());
+            ++wrong;
+          }
+        } else {
+          CK(cudaMemcpy(d.data(), pageable.data(), n, cudaMemcpyHostToDevice));
+          std::memset(check.data(), 0xEE, n);
+          ctx.enqueue_copy(std::span<Byte>(check.data(), n), slice);
+          if (!same_pattern(check.data(), pageable.data(), n)) {
+            std::printf("WRONG: devctx D2H of %s\n", size_name(n).c_str());
+            ++wrong;
+          }
+        }
+      }
+    }
+
+    // ---- 2. both directions at once on page-locked memory ------------------------------------------
+    {
+      const std::size_t n = std::size_t{256} << 20;
+      auto up_src = ctx.enqueue_create_host_buffer<Byte>(n);
+      auto down_dst = ctx.enqueue_create_host_buffer<Byte>(n);
+      auto d_up = ctx.enqueue_create_buffer<Byte>(n);
+      auto d_down = ctx.enqueue_create_buffer<Byte>(n);
+      auto s1 = ctx.create_stream();
+      auto s2 = ctx.create_stream();
+      ctx.synchronize();
+      std::memset(up_src.data(), 4, n);
+      cudaStream_t raw2;
+      CK(cudaStreamCreateWithFlags(&raw2, cudaStreamNonBlocking));
+      Byte* pinned2 = nullptr;
+      CK(cudaMallocHost(&pinned2, n));
+      const int reps = 4;
+      const auto devctx_both = [&] {
+        return gbps(2 * n, reps, [&] {
+          for (int r = 0; r < reps; ++r) {
+            s1.enqueue_copy(d_up, up_src);
+            s2.enqueue_copy(down_dst, d_down);
+          }
+          s1.synchronize();
+          s2.synchronize();
+        });
+      };
+      const auto raw_both = [&] {
+        return gbps(2 * n, reps, [&] {
+          for (int r = 0; r < reps; ++r) {
+            CK(cudaMemcpyAsync(d_up.data(), pinned, n, cudaMemcpyHostToDevice, raw));
+            CK(cudaMemcpyAsync(pinned2, d_down.data(), n, cudaMemcpyDeviceToHost, raw2));
+          }
+          CK(cudaStreamSynchronize(raw));
+          CK(cudaStreamSynchronize(raw2));
+        });
+      };
+      // Pageable both ways at once: two host threads, each with its own stream.
+      const auto pageable_both = [&] {
+        return gbps(2 * n, 2, [&] {
+          std::thread other([&] {
+            for (int r = 0; r < 2; ++r) s2.enqueue_copy(std::span<Byte>(check.data(), n), d_down);
+          });
+          for (int r = 0; r < 2; ++r) s1.enqueue_copy(d_up, std::span<Byte>(pageable.data(), n));
+          s1.synchronize();
+          other.join();
+        });
+      };
+      const auto m = alternate(5, 1, {devctx_both, raw_both, pageable_both});
+      std::printf("\n2. both directions at once, 256 MiB each way on two streams (GB/s, both directions summed)\n");
+      std::printf("   page-locked: devctx %.2f, raw %.2f (%.2fx); target devctx >= 95: %s\n", m[0], m[1], m[0] / m[1],
+                  verdict(m[0] >= 95.0));
+      std::printf("   pageable (devctx, two host threads): %.2f\n", m[2]);
+      CK(cudaFreeHost(pinned2));
+      CK(cudaStreamDestroy(raw2));
+    }
+  }  // the device closes: the sweeps reopen it with other settings
+
+  // ---- 3. sweeps of the staged path's settings -------------------------------------------------------
+  const auto measure = [&](std::size_t n, int trials) {
+    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    auto d = ctx.enqueue_create_buffer<Byte>(n);
+    ctx.synchronize();
+    const int reps = reps_for(n);
+    auto span = std::span<Byte>(pageable.data(), n);
+    const auto up = [&] {
+      return gbps(n, reps, [&] {
+        for (int r = 0; r < reps; ++r) ctx.enqueue_copy(d, span);
+        ctx.synchronize();
+      });
+    };
+    const auto down = [&] {
+      return gbps(n, reps, [&] {
+        for (int r = 0; r < reps; ++r) ctx.enqueue_copy(span, d);
+        ctx.synchronize();
+      });
+    };
+    return alternate(trials, 1, {up, down});
+  };
+  std::printf("\n3a. staged (DEVCTX_CUDA_STAGING_THRESHOLD=0) vs direct (DEVCTX_CUDA_STAGING=0), GB/s H2D / D2H:\n"
+              "    the threshold belongs where staged starts to win\n");
+  for (std::size_t n = std::size_t{64} << 10; n <= (std::size_t{16} << 20); n *= 2) {
+    std::vector<double> staged, direct;
+    {
+      const Env e("DEVCTX_CUDA_STAGING_THRESHOLD", "0");
+      staged = measure(n, 5);
+    }
+    {
+      const Env e("DEVCTX_CUDA_STAGING", "0");
+      direct = measure(n, 5);
+    }
+    std::printf("    %-8s staged %6.2f / %6.2f   direct %6.2f / %6.2f   staged/direct %5.2fx / %5.2fx\n",
+                size_name(n).c_str(), staged[0], staged[1], direct[0], direct[1], staged[0] / direct[0],
+                staged[1] / direct[1]);
+    std::fflush(stdout);
+  }
+  std::printf("\n3b. 256 MiB pageable copies by DEVCTX_CUDA_COPY_THREADS and DEVCTX_CUDA_STAGING_CHUNK_BYTES\n"
+              "    (staging memory 8 chunks), GB/s H2D / D2H:\n");
+  for (const char* chunk : {"4194304", "8388608", "16777216"}) {
+    std::printf("    chunk %2zu MiB:", std::size_t(std::strtoull(chunk, nullptr, 10)) >> 20);
+    for (const char* threads : {"0", "2", "4", "8", "12"}) {
+      const Env c("DEVCTX_CUDA_STAGING_CHUNK_BYTES", chunk);
+      const std::string staging = std::to_string(8 * std::strtoull(chunk, nullptr, 10));
+      const Env s("DEVCTX_CUDA_STAGING_BYTES", staging.c_str());
+      const Env t("DEVCTX_CUDA_COPY_THREADS", threads);
+      const auto m = measure(std::size_t{256} << 20, 3);
+      std::printf("  %s thr %5.1f / %5.1f", threads, m[0], m[1]);
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+  }
+
+  // ---- 4. an idle context whose staging engine has started: its copy threads sleep -----------------
+  {
+    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    auto d = ctx.enqueue_create_buffer<Byte>(std::size_t{64} << 20);
+    ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), d.size()));  // starts the engine
+    const auto cpu_ms = [] {
+      timespec t{};
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+      return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+    };
+    const double c0 = cpu_ms();
+    const auto t0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const double per_second = (cpu_ms() - c0) / seconds_since(t0);
+    std::printf("\n4. idle for 1 s after a staged copy: the process used %.3f ms of CPU time per second; "
+                "target < 1: %s\n", per_second, verdict(per_second < 1.0));
+  }
+
+  CK(cudaFreeHost(pinned));
+  CK(cudaStreamDestroy(raw));
+  if (missed > 0) std::printf("\n%d target(s) MISSED", missed);
+  else std::printf("\nevery target met");
+  std::printf("; %d wrong result(s)\n", wrong);
+  if (wrong > 0) return 1;
+  return strict && missed > 0 ? 3 : 0;
+}
