@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake/devctxFiber.cmake - chooses how the CPU backend switches fibers (DEVCTX_FIBER) and adds
 # that implementation to a target.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # devctx_add_kernels(<target> <source>...)
 #
 # Adds source files that contain devctx kernels to <target>. When devctx was built with CUDA

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Warnings for devctx's own targets (never pushed onto users).
 function(devctx_target_warnings target)
   target_compile_options(${target} PRIVATE

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # consumer-check.sh BUILD_DIR_OF_DEVCTX WORKDIR
 #
 # Checks that devctx works for an outside project, as a user would consume it:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cross-builds devctx (CPU-only) for AArch64 Linux with Debian's cross compiler, runs the whole
 # test suite under qemu-user, then checks the AArch64 fiber switch with branch protection (BTI
 # and pointer authentication) enforced by qemu. Installs what it needs (as root or with sudo):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sets up a fresh machine, builds devctx and runs the main demo on the default device
 # (DEVCTX_DEVICE if set, else the first CUDA GPU, else the CPU).
 set -euo pipefail

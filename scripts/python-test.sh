@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/python-test.sh [VENV] - the devctx Python package's check: makes (or reuses) a virtual
 # environment of Debian's python3 (VENV, default build-python/venv), installs the package into it
 # with the README's one command, `pip install ./python` (with its test extras: pytest, NumPy),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages in scripts/packages.txt that are missing. Idempotent and quiet:
 # when everything is present it does nothing (not even apt-get update).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sets up a fresh machine and runs the whole test suite:
 #  1. a build with the CUDA backend (when nvcc is found): every kernel compiles with nvcc, the
 #     tests run on the CPU backend, and GPU tests skip unless a GPU is present

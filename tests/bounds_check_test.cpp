@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DEVCTX_CHECK_BOUNDS (defined for this program only, see CMakeLists.txt): span indexing past the
 // end fails the kernel with a message naming the index, the size, the kernel, block and thread,
 // and the context stays usable. Checked on the CPU backend; on a GPU the check traps, which

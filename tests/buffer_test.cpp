@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/buffer_test.cpp - buffers and their slices, run on every backend: sizes, host access,
 // zero-sized buffers, slices as kernel arguments and out of range, and enqueue_memset.
 #include "support/test_kernels.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checking mode's engine (src/backends/cpu/check), driven directly: memory is an ordinary
 // array, threads are ranks, and "a thread writes" is a store between two of its touches. The
 // behaviour through real kernels is in checking_test.cpp; these pin the rules case by case.

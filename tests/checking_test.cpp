@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/checking_test.cpp - checking mode (DEVCTX_CHECK=1 or ContextOptions{.check = true}) on
 // the CPU backend, through the public API. For every check: kernels with a planted bug, whose
 // report must name the kernel, block, thread(s), memory and index, and clean twins of the same

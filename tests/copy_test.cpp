@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/copy_test.cpp - enqueue_copy, run on every backend: every pair of endpoint kinds, size
 // mismatches, const and array endpoints, and the wait of copies with ordinary host memory.
 #include "support/test_kernels.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/core_rules_test.cpp - the rules src/core keeps for the whole library, checked directly:
 // DEVCTX_* flags and sizes (environment.hpp), overflow-checked size arithmetic
 // (detail/host/checked_size.hpp), the bound on allocations and the pageable-copy rule

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/device_test.cpp - choosing a device, run on every backend: DeviceContext::count, the
 // default device and DEVCTX_DEVICE, device names (devctx::parse_device), missing devices and
 // DeviceInfo.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/error_test.cpp - errors found at the call, run on every backend where they apply:
 // the Error type, launches that do not fit the device, shared memory over the limit, and
 // allocations that cannot be satisfied (absurd sizes and sizes whose byte count wraps around),

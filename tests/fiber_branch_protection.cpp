@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fiber_branch_protection.cpp - the AArch64 fiber switch with branch protection enforced
 // (BTI landing pads and pac-ret pointer authentication, as qemu-aarch64 -cpu max enforces them).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fiber_test.cpp - the CPU backend's fiber switch on its own (src/backends/cpu/
 // fiber_switch.hpp), whichever implementation was configured (x86-64 or AArch64 assembly, or
 // Boost.Context) and annotated for the sanitizers in sanitizer builds: launch, prepare, switch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/handle_test.cpp - misused handles, run on every backend: moved-from and
 // default-constructed buffers, streams, contexts and events, and memory or events of one
 // device used with another.

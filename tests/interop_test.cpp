@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/interop_test.cpp - interop, run on every backend: the native handles (and their
 // refusal on the CPU backend), views of memory devctx did not allocate (every verb on them, the
 // device checks, the stream-ordered release), handing a buffer's memory to another owner, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/kernel_failure_test.cpp - failures while kernels run, reported at the next wait and
 // run on every backend where they apply (host exceptions and divergence checks are CPU-backend
 // features): the kernel, block and thread named, each failure reported once, later work still

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/kernel_test.cpp - the device side, run on every backend: indexing in 3-D, kernel
 // arguments, grid-stride loops, barrier-heavy kernels (reductions, scans, tiled matmul, sorting)
 // over awkward block sizes, dynamic shared memory, atomics, warp operations, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/stream_test.cpp - streams, events and stream-ordered lifetimes, run on every backend:
 // order within a stream, overlap between streams, events (cross-stream waits, host waits,
 // timing), many host threads, many tiny launches, and buffers, streams and contexts dropped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/transfers_test.cpp - copies between ordinary host memory and buffers in every size class
 // of the CUDA backend's staged path (issue 13: below and above the threshold, whole and partial
 // chunks, more than the staging memory holds, unaligned starts, slices), in order with kernels,

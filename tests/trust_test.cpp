@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/trust_test.cpp - the defects of issue 10, each shown by a test that failed before its
 // fix: overlapping copies and a device-level wait that covers work left on dropped contexts
 // (every backend), and on the CPU backend: address-space limits, copies that throw, fiber stack

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `devctx demo`: the lesson's round trip on one device, checked and timed.
 //
 //   upload a, b -> vector_add (out = a + b) -> scale (out *= s) -> block_sum (one partial sum

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `devctx` command-line tool: `devctx info` lists the devices, `devctx demo` runs the
 // host -> device -> host round trip on one of them, checks it and times it.
 #include <cstdio>

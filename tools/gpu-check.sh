@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu-check.sh OUTDIR - the whole GPU check of devctx, on a machine with an NVIDIA GPU.
 #
 # Configures a fresh Release build (Ninja, -DCMAKE_CUDA_ARCHITECTURES=90 unless

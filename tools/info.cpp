@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `devctx info`: the devices devctx can run on, and what their limits mean.
 #include <cstdio>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tools/tool.hpp - the pieces of the `devctx` command-line tool, shared by its source files.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Baseline implementations for the CPU kernel benchmark: plain OpenMP code
 // written the way one would write it for a CPU, and an OpenCL runner whose
 // kernels are written the way one would write them for a GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What checking mode costs: the CPU kernel benchmark's devctx kernels (K1 vector add, K2 block
 // reduction, K3 tiled matmul, in both forms) run unchecked and checked in the same run, on the
 // same inputs, and the slowdown of each is printed. (Its cost when off is measured by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measures the CPU backend's cost model (docs/cpu-backend.md): launch + synchronize latency,
 // the cost of a block on each execution path, and the cost of one barrier per thread.
 // Usage: devctx_bench_cpu_costs [--reps N]

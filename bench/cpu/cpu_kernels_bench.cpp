@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU kernel benchmark: runs every registered implementation of three
 // float32 kernels on the same random inputs, checks each result against a
 // serial double-precision reference, and prints median throughput.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // K1, K2 and K3 as a devctx user writes them. Each run_* enqueues the kernel and synchronizes,
 // so the time measured is the kernel's on the device (data stays on the device between runs).
 #include "devctx_rows.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The devctx rows of the CPU kernel benchmark: the same three kernels written against devctx's
 // public API, run on a DeviceContext (the CPU backend unless DEVCTX_DEVICE says otherwise).
 #pragma once

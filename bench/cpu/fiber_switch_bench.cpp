@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cost of one fiber switch with devctx's assembly and with the portable Boost.Context
 // fallback (fcontext), in the same run: a ring of N fibers on stacks laid out as the CPU backend
 // lays them out (a slot of 128 KiB each, tops staggered by a cache line), each switching to the

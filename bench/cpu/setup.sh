@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages the CPU kernel benchmark needs. Safe to rerun:
 # when everything is already installed it does nothing, not even apt-get update.
 #   g++ (with libgomp)  OpenMP baseline and the benchmark itself

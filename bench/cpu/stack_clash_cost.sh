@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/cpu/stack_clash_cost.sh - what -fstack-clash-protection (added by devctx_add_kernels to
 # host-compiled kernel files) costs: compiles each file twice, without and with the flag, with
 # the flags of a Release build, and counts the instructions that differ and the stack probes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The floor under a cooperative barrier: how long the least a fiber-per-GPU-thread executor can do
 // at a barrier takes on this machine, for blocks of 32 to 1024 threads. No devctx code runs here.
 //

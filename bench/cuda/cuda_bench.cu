@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx_bench_cuda: devctx's CUDA backend against the raw CUDA runtime doing the same work in
 // the same run, on the same GPU. Prints one table with both timings and their ratio, and
 // checks each result against the targets of issue #4. Exit status: non-zero when a result is

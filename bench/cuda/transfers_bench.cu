@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx_bench_transfers: copies between host memory and the GPU (issue 13), in one run:
 //
 //  1. Pageable copies, each direction, 4 KiB .. 1 GiB (4 GiB with --4g): devctx's enqueue_copy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake/toolchains/aarch64-linux-gnu.cmake - cross-builds devctx for AArch64 Linux with Debian's
 # cross compiler (g++-aarch64-linux-gnu) and runs its tests under qemu-user (qemu-aarch64).
 # Libraries for the target come from Debian's multiarch packages (e.g. libgtest-dev:arm64, after

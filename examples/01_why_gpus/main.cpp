@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lesson 1 - why GPUs for AI workloads: a matrix multiply, the core of every neural network
 // layer, done by one host thread (a naive triple loop) and by a devctx kernel.
 //

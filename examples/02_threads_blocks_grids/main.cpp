@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lesson 2 - threads, blocks and grids: which thread handles which element of a 2-D array.
 //
 // A launch is a grid of blocks, a block is a group of threads; both can be 1-, 2- or 3-D.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lesson 3 - writing a kernel: the vector add of the devctx API contract.
 //
 // A kernel is a plain function marked DEVCTX_KERNEL. Every thread of the launch runs it once;

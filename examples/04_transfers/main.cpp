@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lesson 4 - transferring data: host and device memories are separate, and copying between
 // them is the slow part of a GPU program (a PCIe link moves tens of GB/s; a GPU's own memory
 // several TB/s). So upload once, keep intermediate results on the device across kernels, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AI example - row-wise softmax, as at the end of a language model (one row of logits per
 // token) or inside attention: y[c] = exp(x[c] - max(x)) / sum_c' exp(x[c'] - max(x)).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AI example - causal self-attention for one head, the heart of a transformer:
 //   out[i] = sum_j p[i][j] * V[j],  p[i] = softmax_j(Q[i] . K[j] / sqrt(d)) over j <= i
 // (token i may only look at itself and earlier tokens: "causal").

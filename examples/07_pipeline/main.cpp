@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lesson 4, continued - hiding transfers behind work: a GPU has separate copy engines for each
 // direction, so an upload, a kernel and a download can all run at the same time if they work on
 // different data. Cut the data into chunks and run three streams: while the kernel works on

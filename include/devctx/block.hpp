@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/block.hpp - the block-level kernel form.
 //
 // A block-level kernel takes `devctx::Block` as its first parameter and describes the work

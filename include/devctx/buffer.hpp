@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/buffer.hpp - device and host buffers, and their slices.
 //
 // Ownership: DeviceBuffer and HostBuffer own their memory and are move-only. Their destructor

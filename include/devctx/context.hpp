@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/context.hpp - DeviceContext: one device and its default stream.
 #pragma once
 

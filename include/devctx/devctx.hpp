@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/devctx.hpp - the umbrella header: everything a devctx program needs.
 //
 //   #include <devctx/devctx.hpp>

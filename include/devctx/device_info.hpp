@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/device_info.hpp - backends, device names and device properties.
 #pragma once
 

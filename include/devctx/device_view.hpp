@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/device_view.hpp - DeviceView<T>: device memory that another library allocated, used
 // by devctx wherever a DeviceBuffer slice is (copies, memset, kernel arguments).
 //

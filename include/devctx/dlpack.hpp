@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/dlpack.hpp - DLPack: handing devctx memory to other frameworks as DLPack tensors, and
 // using theirs in devctx without a copy. Include it only where needed: it includes
 // <dlpack/dlpack.h> (Debian: libdlpack-dev), which <devctx/devctx.hpp> does not need.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/error.hpp - the one exception type devctx throws, and its error codes.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/event.hpp - events: points in a stream's work, for ordering and timing.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/interop.hpp - sharing streams, events and memory with other GPU code (cuBLAS, CUB,
 // NCCL, PyTorch, ...): the native CUDA handles of devctx's streams and events, devctx streams
 // over CUDA streams made elsewhere, views of device memory allocated elsewhere. (A buffer's

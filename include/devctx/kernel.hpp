@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/kernel.hpp - the device-side API: what code inside a kernel may call.
 //
 // The same kernel source runs on every backend. In nvcc's device pass these functions map to

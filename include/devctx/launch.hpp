@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/launch.hpp - grid and block dimensions and the launch configuration.
 #pragma once
 

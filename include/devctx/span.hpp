@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/span.hpp - devctx::span<T>, the view of device memory that kernels receive.
 #pragma once
 

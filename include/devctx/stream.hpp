@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/stream.hpp - the enqueue verbs (StreamRef) and owned streams (Stream).
 //
 // Every enqueue_* verb returns at once: the work runs later, in order with everything else

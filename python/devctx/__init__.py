@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """devctx from Python: devices, device and host arrays, DLPack, copies and devctx kernels.
 
     import numpy as np, devctx

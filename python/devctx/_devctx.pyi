@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Type stubs of devctx's extension module (python/src/module.cpp)."""
 from typing import Any, Optional, Sequence, SupportsFloat, Union
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/kernels.cpp - the devctx kernels behind devctx.vector_add and devctx.softmax, and
 // the host functions that check sizes and launch them (kernels.hpp). Ordinary devctx code: the
 // same source runs on the CPU backend and, compiled by nvcc, on CUDA GPUs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/kernels.hpp - the devctx kernels the Python module offers, as plain host functions
 // that launch them on a stream. This is all a C++ author writes to ship devctx kernels to
 // Python: kernels.cpp holds the kernels (compiled by devctx_add_kernels, so nvcc when devctx has

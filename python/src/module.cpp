@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // python/src/module.cpp - the devctx extension module (devctx._devctx): contexts, device and host
 // arrays with the DLPack protocol, copies, fills, synchronize, devctx::Error as devctx.Error, and
 // the kernels of kernels.hpp. It only converts between Python and devctx: every rule (sizes,

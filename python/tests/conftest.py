@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures of devctx's Python tests: a CPU context, a seeded generator (printed, and
 replayed with DEVCTX_TEST_SEED), and the GPU gate (skip without a GPU, fail instead when
 DEVCTX_REQUIRE_GPU=1)."""

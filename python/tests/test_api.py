@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python API on the CPU backend: contexts, arrays, copies, fills, the kernels against NumPy
 references (poisoned outputs, every element checked), devctx.Error, and the type stubs."""
 import ast

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """devctx with PyTorch and CuPy on a CUDA GPU: tensors modified in place by devctx kernels through
 DLPack and back, ordered by CUDA streams alone (the DLPack stream handshake, no synchronize), and
 devctx's stream shared with torch. Skipped without a GPU or without torch/cupy; with

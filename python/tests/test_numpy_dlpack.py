@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Zero-copy DLPack round trips between devctx and NumPy on the CPU backend (whose device memory
 is host memory), both protocol versions, lifetimes and the stream-ordered release."""
 import ctypes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/allocation.cpp - allocating buffers and releasing them in stream order.
 #include "core/allocation.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/allocation.hpp - the record behind every DeviceBuffer and HostBuffer: which queue
 // allocated the memory, which other queues used it, and its stream-ordered release.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/backend.hpp - the one internal interface every backend implements.
 //
 // A backend provides devices (DeviceImpl), each with in-order queues (QueueImpl) and events

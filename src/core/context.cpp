@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/context.cpp - DeviceContext and Event: choosing a device (the backend table and the
 // default device), sharing one DeviceImpl among the contexts of a device, and the streams a
 // context owns. The checked enqueue entry points are in enqueue.cpp.

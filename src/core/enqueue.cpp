@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/enqueue.cpp - the checked entry points behind the enqueue verbs (copy, memset,
 // launch, synchronize, events): every request is validated here - sizes, devices, launch
 // limits, size arithmetic - and only well-formed work reaches a backend. Each refusal throws

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/environment.cpp - DEVCTX_* environment variables and device names (environment.hpp).
 #include "core/environment.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/environment.hpp - the one reading of every DEVCTX_* environment variable that the
 // library obeys: one rule for on/off flags, one for sizes and counts (with their allowed range),
 // and the device-name parser behind DEVCTX_DEVICE (public as devctx::parse_device, so that the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/errors.cpp - the names of the error codes, and the errors that public headers
 // report through the seam (moved-from handles, slices and span indices out of range).
 #include "core/errors.hpp"

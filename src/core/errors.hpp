@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/errors.hpp - throwing devctx::Error: the one way core and the backends report a
 // failure (fail), built from the message pieces of core/text.hpp.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/host_access.hpp - checking mode's host-side rule: the host may touch a HostBuffer only
 // once it has waited for every copy or fill enqueued on it. Completion is not enough: a copy that
 // happens to have finished when the host reads the buffer is still a bug (the same program reads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/host_registry.cpp - registered host memory (host_registry.hpp) and the checked entry
 // point behind DeviceContext::register_host_memory: null, empty and overflowing ranges are
 // refused here, for every backend, before the backend page-locks anything.

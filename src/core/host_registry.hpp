@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/host_registry.hpp - ordinary host memory registered with a device
 // (DeviceContext::register_host_memory): the ranges each device holds, the one rule that two
 // registrations on a device never share a byte, and the hold that keeps a range registered

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Interop's checked entry points (include/devctx/interop.hpp): the native handles of queues and
 // events, views of memory devctx did not allocate, and the deferred releases that tell that
 // memory's owner when devctx's work on it has finished.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/memory.cpp - the memory rules both backends share (see memory.hpp).
 #include "core/memory.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/memory.hpp - the memory rules both backends share: the largest allocation a backend
 // is ever asked for, the host's RAM, the text of an allocation failure, and which copies must
 // finish before enqueue_copy returns.

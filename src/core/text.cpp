@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/text.cpp - the formatting of values in messages and tool output (see text.hpp).
 #include "core/text.hpp"
 

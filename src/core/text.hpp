@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/text.hpp - how devctx writes values in messages and tool output: the one formatting
 // of byte counts, dimensions, backends and the name of a launch. Message building (concat)
 // lives here too, so that every message is assembled the same way.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/compile_fail/cases.cpp - misuse that must not compile. Each ctest compiles this file
 // with one -DCASE_<name> and expects the static_assert text given in tests/CMakeLists.txt;
 // CASE_ok is the control that must compile.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx_cuda_smoke: an end-to-end check of the CUDA backend on a real GPU, beside the
 // behavioural suite (tests/*_test.cpp), run by ctest with the label `gpu`. Each check prints
 // PASS/FAIL; the exit status is 0 when all pass, 1 otherwise, 77 (skipped) without a CUDA

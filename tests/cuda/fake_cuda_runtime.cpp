@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cuda/fake_cuda_runtime.cpp - the few CUDA runtime calls the staging engine makes,
 // implemented on the host, so that devctx_staging_engine_tests runs the engine's real code on a
 // machine without a GPU. A stream is a thread that runs its operations in order, each after a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cuda/fake_cuda_runtime.hpp - the controls of the host-side fake of the CUDA runtime
 // calls the staging engine makes (fake_cuda_runtime.cpp).
 #pragma once

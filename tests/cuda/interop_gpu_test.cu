@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx_interop_gpu: devctx working with other CUDA libraries on a real GPU (issue 12), label
 // `gpu`. cuBLAS sgemm and a CUB radix sort run on devctx streams over devctx buffers, between
 // devctx kernels, ordered by the stream alone (one synchronize, at the end); a devctx stream over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/cuda/staging_engine_test.cpp - the CUDA backend's staging engine and copy threads
 // (src/backends/cuda/staging_engine.cpp, copy_workers.cpp) on a host-side fake of the CUDA calls
 // they make (fake_cuda_runtime.cpp), so that their pipelining, slot reuse, concurrency and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/asan_options.cpp - the fuzzers' AddressSanitizer defaults, in builds that use it.
 //
 // Absurd allocation sizes are part of the op language: devctx must refuse them with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/choices.hpp - where the generator's decisions come from: a seeded generator
 // (the differential driver) or the bytes of a libFuzzer input. Both answer "a number below n",
 // so one generator serves both and a byte input decodes to ops by driving the same decisions.

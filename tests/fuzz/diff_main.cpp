@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/diff_main.cpp - devctx_fuzz_diff: the differential fuzzer's command line.
 //
 //   devctx_fuzz_diff --seed S --ops N [--seeds K] [--backend cpu|cuda] [--no-overlap-copies] ...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/generator.cpp - random programs over devctx: which op comes next, its operands,
 // and the orderings that keep the program free of races.
 #include "fuzz/generator.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/generator.hpp - turns decisions (a seed or libFuzzer bytes) into a program of ops
 // that is free of races: before an op that would race with unfinished work of another stream it
 // emits the ordering that makes it safe (an event and a wait, or a synchronize), the way a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/kernels.cpp - the kernels the fuzzers launch: a grid-stride loop, a shared-memory
 // reduction with barrier(), a block-level kernel, a warp reduction and a kernel that fails.
 // Every kernel linearises its 3-D grid and block so that any launch shape covers the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/kernels.hpp - launching the fuzzers' kernels (kernels.cpp, the one file nvcc
 // compiles) with buffers or slices as arguments. The model's Model::kernel mirrors each kernel.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/libfuzzer_main.cpp - devctx_fuzz_libfuzzer: the libFuzzer entry point. Each input's
 // bytes drive the same generator as the differential fuzzer (choices.hpp: ByteChoices), so an
 // input decodes to a race-free program over the CPU backend, which is run and checked against

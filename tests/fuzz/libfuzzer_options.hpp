@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/libfuzzer_options.hpp - how the libFuzzer harness decodes an input, in one place,
 // so that `devctx_fuzz_diff --bytes FILE` replays a crash input exactly as the harness ran it.
 #pragma once

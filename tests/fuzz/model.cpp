@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/model.cpp - the host model: orderings (vector clocks), pending failures, and what
 // every buffer must hold after each operation.
 #include "fuzz/model.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/model.hpp - the host model the fuzzers check devctx against: what every buffer
 // must contain, which orderings the API guarantees, and which failures are still to be reported.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/op.cpp - the op language's text form: writing ops and reading them back.
 #include "fuzz/op.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/op.hpp - the fuzzers' op language: one operation of a random program over devctx.
 //
 // An Op is an intention ("copy slot 3's elements [4, 14) into slot 1 on stream 2"), written

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/runner.cpp - executes ops on a DeviceContext, predicts each outcome from the
 // model (success, or devctx::Error with the codes the API documents), and compares buffer
 // contents with the model at every synchronize point.

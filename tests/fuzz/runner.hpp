@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/runner.hpp - runs ops against a real DeviceContext and checks each against the
 // model: every call must succeed or throw exactly as the model says, and at each synchronize
 // point every element of every buffer the host may read must hold what the model holds.

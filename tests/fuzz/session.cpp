@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/session.cpp - running whole programs, and shortening a failing one.
 #include "fuzz/session.hpp"
 

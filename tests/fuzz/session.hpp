@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/fuzz/session.hpp - one program run from start to end on a fresh context (generated
 // from choices, or replayed from a list of ops), and the minimizer that shortens a failing one.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/test_kernels.hpp - the small kernels that several test files launch. They are
 // inline so that each file that includes them (and, with CUDA, each nvcc translation unit) has
 // its own copy of the same definition. They live in the global namespace, as users' kernels

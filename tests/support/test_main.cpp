@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/test_main.cpp - the test program's main: backend selection, the run's seed,
 // and the exit code that tells ctest "skipped" (77) when no requested backend has a device.
 #include "test_support.hpp"

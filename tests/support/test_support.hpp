@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/support/test_support.hpp - what every devctx test shares: the backend parameter, the
 // per-run random seed, poisoning and host/device round trips.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/config.hpp - the compiler annotations shared by host and device code
 // (DEVCTX_HD, DEVCTX_KERNEL, DEVCTX_DEVICE, DEVCTX_IVDEP). The kernel-side functions of each
 // backend are chosen per compiler pass in kernel.hpp (detail/device/cpu.hpp or cuda.hpp).

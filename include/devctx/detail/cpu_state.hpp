@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/cpu_state.hpp - what a kernel running on the CPU backend can see of its
 // thread: the per-worker state that the CPU executor sets before running a kernel's code,
 // and the executor entry points that kernel-side functions call. Users never include this.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/arenas.cpp - lays out a worker's shared memory and per_thread storage.
 #include "backends/cpu/arenas.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/arenas.hpp - the memory a worker's blocks see besides their arguments: the
 // shared-memory arena (dynamic shared memory and DEVCTX_SHARED arrays) and the arena behind a
 // block-level kernel's Block::per_thread values. Both are reused by every block the worker runs.

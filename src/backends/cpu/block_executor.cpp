@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/block_executor.cpp - runs a range of blocks: per-launch and per-block state,
 // the plain and block-level paths, failures, and the kernel-side entry points that reach the
 // calling thread's executor. The cooperative path is in cooperative.cpp.

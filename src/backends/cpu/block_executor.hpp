@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/block_executor.hpp - one worker's block executor: runs ranges of blocks of a
 // kernel on the calling thread. Every thread that runs kernel code (each worker, and each host
 // thread that helps while it waits) has one, reused by every block it runs.

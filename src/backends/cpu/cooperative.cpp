@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/cooperative.cpp - the cooperative path of the block executor: a fiber per GPU
 // thread from the first barrier or warp operation on, the scheduler that switches between them
 // at barriers and warp operations, parking at thread ends, divergence and aborts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/cpu_device.cpp - the CPU device's description, its worker threads, and the
 // one sequence by which any thread (worker or helping host thread) claims, runs and completes a
 // part of an operation.

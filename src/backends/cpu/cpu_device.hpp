@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/cpu_device.hpp - the CPU device: a pool of worker threads that runs the parts
 // of the operations its queues hand over.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/cpu_queue.cpp - a CPU stream's ordering, failures, waiters and events.
 #include "backends/cpu/cpu_queue.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/cpu_queue.hpp - a CPU stream and its events: the in-order queue of
 // operations, when its head is handed to the worker pool, the failures it reports at
 // synchronize, and the queues waiting for one of its events.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber.cpp - the stacks fibers run on (StackPool): reserving, guarding and
 // releasing them. The switch between fibers is in fiber_x86_64.cpp, fiber_aarch64.cpp or
 // fiber_boost.cpp (fiber_switch.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber.hpp - the stacks fibers run on: one region per executor, reserved when a
 // launch needs it and as large as its blocks need, a power-of-two slot per stack, a guard region
 // below each. How fibers switch between them is in fiber_switch.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_aarch64.cpp - the fiber switch on AArch64 (AAPCS64, ELF): switch, jump,
 // launch and the first resumption of a prepared fiber, in assembly.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_abi.hpp - every layout that the barrier and park assembly in
 // fiber_x86_64.cpp reads: the block's BarrierState, the per-thread Fiber records, the wait tokens
 // and the thread-local ThreadState (defined in devctx/detail/cpu_state.hpp, because kernels read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_annotated.cpp - in AddressSanitizer and ThreadSanitizer builds, every
 // fiber switch announced to the sanitizer around the configured implementation's own switch.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_boost.cpp - the fiber switch on any architecture without devctx's own
 // assembly (or with -DDEVCTX_FIBER=boost): Boost.Context's fcontext.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_boost.hpp - the Boost.Context fiber switch under its own names, so that
 // devctx_bench_fiber_switch can run it next to the assembly in one program. In builds configured
 // with it (DEVCTX_FIBER_BOOST), fiber_boost.cpp also provides the raw interface of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_switch.hpp - the switch between fibers that the executor uses, whichever
 // implementation was configured, and the macros saying which one it is.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_x86_64.cpp - the fiber switch on x86-64 (System V, ELF): switch, jump,
 // launch and the first resumption of a prepared fiber in assembly, and - outside sanitizer
 // builds - barrier()'s fast path, the park at a thread's end and the abort landing, which read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/operations.cpp - what each operation of a CPU queue does with its parts and
 // when it completes; a kernel's trace line (DEVCTX_TRACE).
 #include "backends/cpu/operations.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/operations.hpp - the operations a CPU queue holds: kernel launches, copies and
 // fills (which workers run in parts), and event markers, frees and waits (which have no parts).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/settings.cpp - parses the CPU backend's environment variables.
 #include "backends/cpu/settings.hpp"
 

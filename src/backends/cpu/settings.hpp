@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/settings.hpp - the CPU backend's environment settings, all read here:
 // DEVCTX_CPU_THREADS, DEVCTX_CPU_STACK_BYTES and DEVCTX_TRACE.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/stack_overflow.cpp - the SIGSEGV handler that reports fiber stack overflows,
 // and each kernel-running thread's alternate signal stack.
 #include "backends/cpu/stack_overflow.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/stack_overflow.hpp - a fiber stack overflow becomes a report, not a bare SIGSEGV.
 //
 // Every fiber stack has a guard region below it (fiber.hpp). A GPU thread that needs more stack

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/copy_workers.cpp - the pool of memcpy threads of the staged transfers
 // (copy_workers.hpp).
 #include "backends/cuda/copy_workers.hpp"

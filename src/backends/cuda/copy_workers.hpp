@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/copy_workers.hpp - a persistent pool of host threads that copy memory for
 // the staged transfers (staging_engine.cpp). A job is one memcpy cut into pieces; the workers
 // and the thread that waits for the job copy its pieces, oldest job first. Idle workers sleep

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's entry points when devctx is built without CUDA (DEVCTX_ENABLE_CUDA=OFF):
 // no CUDA devices, and the reason messages give for it. Built instead of the rest of this folder.
 #include <memory>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One CUDA device (see cuda_device.hpp) and the backend's entry points (src/core/backend.hpp).
 //
 // This folder is the only code in devctx that includes CUDA headers. Its host code is plain

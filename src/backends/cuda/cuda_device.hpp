@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/cuda_device.hpp - one CUDA device (CudaDevice): its memory pools, its cache
 // of kernel attributes, the page-locked host memory of the fallback path, and the settings and
 // engine of its pageable copies. Private to src/backends/cuda/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's error policy: which errors are sticky, what a failed call's message says
 // and which Errc it carries, and how a fault that poisons a device's context is recorded, so
 // that every later call says plainly that the context is lost (see cuda_error.hpp).

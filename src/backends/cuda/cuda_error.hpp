@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/cuda_error.hpp - the CUDA backend's error handling: which CUDA errors poison
 // the context (sticky), how a failed call is named in messages, the one checked-call helper,
 // and each device's context health. Private to src/backends/cuda/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's side of interop (include/devctx/interop.hpp): queues on CUDA streams made
 // elsewhere, checked to belong to the device, and the check that a pointer given to devctx as
 // device memory is memory of this device, whole, and not host memory.

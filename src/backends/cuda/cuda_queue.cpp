@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA queues and events: one non-blocking stream per queue (DeviceContext and each Stream)
 // running allocations, frees, copies, fills and launches in order (large copies with pageable
 // host memory through the device's staging engine, staging_engine.cpp), and the CUDA events that

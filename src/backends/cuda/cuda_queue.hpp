@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/cuda_queue.hpp - how a CUDA device makes its queues (cuda_queue.cpp), the
 // one thing the device needs from them: on a stream of their own, or on one made elsewhere.
 // Private to src/backends/cuda/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pattern-fill kernel behind enqueue_memset for patterns cudaMemsetAsync cannot express
 // (see fill_kernel.hpp). The body is written with aligned 16-byte stores; the unaligned head
 // and the tail, and patterns whose period does not fit, are written byte by byte.

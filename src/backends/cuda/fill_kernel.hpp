@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/fill_kernel.hpp - the pattern-fill kernel's parameters, shared by the host
 // code (cuda_queue.cpp, compiled by the C++ compiler) and the kernel (fill_kernel.cu, nvcc).
 //

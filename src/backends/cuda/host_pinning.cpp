@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/host_pinning.cpp - the CUDA side of registered host memory
 // (DeviceContext::register_host_memory; core checked the range and reserved it): page-locking
 // it with cudaHostRegister, with a message that says what the memory was when CUDA refuses, and

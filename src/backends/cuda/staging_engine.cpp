@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/staging_engine.cpp - the staged pageable copies (staging_engine.hpp).
 //
 // Upload (pageable -> device), per chunk: take a slot, copy the chunk into it on the copy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/staging_engine.hpp - the staged path of copies between ordinary (pageable)
 // host memory and the GPU: the copy is cut into chunks that pass through a bounded pool of
 // page-locked staging slots; copy threads (copy_workers.hpp) and the calling thread move chunk

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/transfer_settings.cpp - parses the environment variables of the CUDA
 // backend's pageable copies (transfer_settings.hpp), through core/environment.
 #include "backends/cuda/transfer_settings.hpp"

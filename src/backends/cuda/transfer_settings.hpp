@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/transfer_settings.hpp - the settings of the CUDA backend's copies between
 // ordinary (pageable) host memory and the GPU, all read here from the environment when a device
 // opens: whether the staged path is used (DEVCTX_CUDA_STAGING), from which size

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/device/cpu.hpp - kernel-side functions as the CPU backend runs them.
 // Included by kernel.hpp for every pass except nvcc's device pass.
 #pragma once

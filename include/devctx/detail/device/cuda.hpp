@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/device/cuda.hpp - kernel-side functions in nvcc's device pass (__CUDA_ARCH__).
 // CUDA's own built-ins (threadIdx, __syncthreads, atomicAdd, __shfl_*_sync) are always
 // visible there, so this header includes nothing from CUDA.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/host/checked_size.hpp - overflow-checked size arithmetic: the one way devctx
 // multiplies, adds or rounds a count that a user gave. Each returns std::nullopt where the
 // exact result does not fit in std::size_t, so no size can silently wrap around (a wrapped

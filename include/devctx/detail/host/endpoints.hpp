@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/host/endpoints.hpp - turns the things enqueue_copy/enqueue_memset accept into MemRefs.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/host/kernel_args.hpp - the one place where launch arguments become kernel
 // parameters: buffers become spans, scalars pass by value, host memory is rejected at compile
 // time, and argument count and types are checked against the kernel's parameters.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/host/launch_kernel.hpp - the per-kernel trampolines and the launch template behind
 // enqueue_function. One CPU runner and (under nvcc) one __global__ entry is instantiated for
 // each kernel and parameter list.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/detail/host/seam.hpp - the one seam between the public templates and the compiled
 // library: the opaque implementation types and every non-template function that a public
 // header calls. All of them are defined in src/core, which validates each request before any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/access_log.hpp - checking mode's race and uninitialised-read detector.
 //
 // span[i] returns T&, so an access cannot tell a read from a write. What the checker can see is

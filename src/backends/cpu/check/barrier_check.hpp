@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/barrier_check.hpp - checking mode's barrier divergence rules for one
 // block, fed by the executor as threads arrive at barriers and return.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/checker.hpp - checking mode for one executor: what a checked launch's
 // kernel code and the block executor tell it, and the messages of what it finds.
 //

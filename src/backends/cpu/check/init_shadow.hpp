@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/init_shadow.hpp - checking mode's record of which bytes of device memory
 // have been written since they were allocated: one bit per byte of every allocation made by a
 // checked context, set by the copies, fills and kernel writes that reach it, read by checked

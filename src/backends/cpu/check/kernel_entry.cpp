@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/kernel_entry.cpp - the kernel-side entry points of checking mode
 // (declared in devctx/detail/cpu_state.hpp): what span[i], name[i] of a DEVCTX_SHARED array,
 // atomics and a block-level phase's end call in a checked launch, handed to the running

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/regions.hpp - the memory a checked launch can reach, named as the user
 // wrote it: "argument 2 (devctx::span<float>)", "shared array 'tile'", "dynamic shared memory".
 // Every checking-mode message names memory through this table, and the table is where an
