@@ -63,7 +63,10 @@ def from_dlpack(x: Any, ctx: Optional[Context] = None) -> DeviceArray:
         return _from_capsule(ctx, x)
     if ctx is None:
         ctx = Context(_device_of(x))
-    kwargs = {"stream": ctx.cuda_stream} if ctx.api == "cuda" else {}
+    # DLPack's stream handshake is for device memory: a host producer (NumPy) takes no stream,
+    # and its memory then reaches the context, which refuses host memory on a GPU clearly.
+    on_cuda = ctx.api == "cuda" and int(x.__dlpack_device__()[0]) == _KDL_CUDA
+    kwargs = {"stream": ctx.cuda_stream} if on_cuda else {}
     try:
         capsule = x.__dlpack__(max_version=(1, 0), **kwargs)
     except TypeError:  # a producer older than DLPack 1.0's protocol

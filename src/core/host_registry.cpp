@@ -4,6 +4,7 @@
 // refused here, for every backend, before the backend page-locks anything.
 #include "core/host_registry.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -83,6 +84,28 @@ std::shared_lock<std::shared_mutex> HostRegistry::hold_if_registered(const void*
   --it;
   if (it->second.state != State::ready || begin >= it->second.end || bytes > it->second.end - begin) return {};
   return lock;
+}
+
+HostRegistry::Pieces HostRegistry::split_at_edges(const void* data, std::size_t bytes) const {
+  Pieces pieces;
+  if (ready_.load(std::memory_order_acquire) == 0 || bytes == 0) return pieces;
+  std::shared_lock lock(mutex_);
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t end = begin + bytes;
+  auto it = ranges_.upper_bound(begin);
+  if (it != ranges_.begin() && std::prev(it)->second.end > begin) --it;  // the range begin lies in
+  std::uintptr_t at = begin;
+  for (; it != ranges_.end() && it->first < end; ++it) {
+    const std::uintptr_t lo = std::max(it->first, begin), hi = std::min(it->second.end, end);
+    if (lo > at) pieces.lengths.push_back(lo - at);  // unregistered memory before this range
+    pieces.lengths.push_back(hi - lo);
+    at = hi;
+  }
+  if (pieces.lengths.empty()) return {};  // no registered byte: nothing to hold
+  pieces.hold = std::move(lock);
+  if (pieces.lengths.size() == 1 && at == end) pieces.lengths.clear();  // inside one range: whole
+  else if (at < end) pieces.lengths.push_back(end - at);
+  return pieces;
 }
 
 /// One registration: its device (kept open while it lives) and where the range starts.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <shared_mutex>
+#include <vector>
 
 namespace devctx::detail {
 
@@ -27,6 +28,16 @@ class HostRegistry {
   /// range (owns_lock() is then true; the range stays registered until the hold goes), else an
   /// empty lock.
   [[nodiscard]] std::shared_lock<std::shared_mutex> hold_if_registered(const void* data, std::size_t bytes) const;
+  /// How to copy [data, data + bytes) directly when it overlaps registered ranges without lying
+  /// inside one: CUDA refuses a copy whose host side crosses a registration's edge
+  /// (cudaErrorInvalidValue), so the copy goes in pieces, each inside one range or outside all.
+  /// `lengths` is empty when no edge falls inside the range (copy it whole); `hold` keeps the
+  /// ranges it touches registered until the copy is done (empty when it touches none).
+  struct Pieces {
+    std::shared_lock<std::shared_mutex> hold;
+    std::vector<std::size_t> lengths;
+  };
+  [[nodiscard]] Pieces split_at_edges(const void* data, std::size_t bytes) const;
 
  private:
   enum class State : unsigned char { reserved, ready, removing };

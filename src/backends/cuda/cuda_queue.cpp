@@ -218,7 +218,20 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
       }
     }
   }
-  check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_, operation);
+  HostRegistry::Pieces pieces;  // held until the copy below has finished
+  if (!registered.owns_lock() && (upload || download))
+    pieces = device_->host_registry().split_at_edges(upload ? src : dst, bytes);
+  if (pieces.lengths.empty()) {
+    check(DEVCTX_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)), *device_, operation);
+  } else {
+    std::size_t offset = 0;
+    for (const std::size_t length : pieces.lengths) {
+      check(DEVCTX_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst) + offset, static_cast<const std::byte*>(src) + offset,
+                                        length, cudaMemcpyDefault, stream_)),
+            *device_, operation);
+      offset += length;
+    }
+  }
   // Ordinary host memory may be reused as soon as enqueue_copy returns: wait for the copy.
   check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "enqueue_copy");
 }
