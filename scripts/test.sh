@@ -66,12 +66,14 @@ echo "== the CPU suite with 1, 2 and 3 workers (DEVCTX_CPU_THREADS)"
 for workers in 1 2 3; do
   DEVCTX_CPU_THREADS=$workers ctest --test-dir build-test-cpu --output-on-failure -j "$jobs" -LE "compile|fuzz|checked"
 done
-extra_config() {  # extra_config NAME CMAKE_ARGS...: configure, build and run the suite
+# extra_config NAME CMAKE_ARGS...: configure, build and run the suite. Labels left out: LEAVE_OUT
+# (default compile|fuzz|checked).
+extra_config() {
   local dir="build-test-$1"; shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVCTX_ENABLE_CUDA=OFF \
     -DDEVCTX_WARNINGS_AS_ERRORS=ON -DDEVCTX_BUILD_BENCH=OFF "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" -LE "compile|fuzz|checked"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" -LE "${LEAVE_OUT:-compile|fuzz|checked}"
 }
 # Every fiber switch is announced to the sanitizer in these builds (fiber_annotated.cpp).
 # allocator_may_return_null=1: tests ask for absurd sizes on purpose and expect devctx's
@@ -88,6 +90,9 @@ ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 extra_
 # worker pool's and queues' synchronisation and the whole suite on Boost.Context, which keeps CI
 # within its 30 minutes (the assembly switch runs in every other configuration, ASan included).
 echo "== TSan, with the portable fiber switch forced (DEVCTX_FIBER=boost)"
+# The examples and the tool's demo time full-size kernels (minutes under TSan): left out here,
+# they run in every other configuration.
+LEAVE_OUT="compile|fuzz|checked|examples|demo" \
 TSAN_OPTIONS=allocator_may_return_null=1:halt_on_error=1 extra_config tsan-boost -DDEVCTX_FIBER=boost \
   "-DCMAKE_CXX_FLAGS=-fsanitize=thread"
 echo "== AArch64: cross-built, the whole suite under qemu-user (scripts/cross-aarch64.sh)"
