@@ -122,6 +122,19 @@ python_tests() {
   return "$status"
 }
 
+# An outside project that takes devctx in with add_subdirectory, enables only CXX and sets
+# CMAKE_CXX_STANDARD 20 (tests/consumers/add_subdirectory, issue 11's two failing cases), built
+# with nvcc here and run on the GPU (its default device).
+consumer() {
+  local dir=$OUTDIR/consumer-add_subdirectory
+  rm -rf "$dir"
+  cmake -S "$SRC/tests/consumers/add_subdirectory" -B "$dir" -G Ninja -DDEVCTX_SOURCE_DIR="$SRC" \
+    -DCONSUMER_CXX20=ON -DCMAKE_BUILD_TYPE=Release || return 1
+  cmake --build "$dir" -j "$JOBS" --target app || return 1
+  "$dir/app" | tee "$dir/app.out"
+  grep -q "PASSED app: .* on NVIDIA" "$dir/app.out"
+}
+
 # The transfers benchmark, then the pipeline example at its default size (128 MiB in 16 chunks).
 transfers() {
   local status=0
@@ -153,7 +166,7 @@ sanitize() {
 }
 
 export SRC BUILD ARCH OUTDIR DLPACK_DIR
-export -f environment configure sanitize python_tests transfers 2>/dev/null || true
+export -f environment configure sanitize python_tests transfers consumer 2>/dev/null || true
 step "environment" env.log environment
 
 rm -rf "$BUILD"
@@ -174,6 +187,7 @@ if [[ -f $BUILD/CTestTestfile.cmake ]]; then
 else
   skip "ctest" "no tests configured"
 fi
+step "consumer: add_subdirectory, CXX only, C++20, on the GPU" consumer.log consumer
 if skipped python; then skip "python package and tests" "GPU_CHECK_SKIP"
 else step "python package and tests (DEVCTX_REQUIRE_GPU=1)" python.log python_tests; fi
 
