@@ -84,7 +84,9 @@ DEVCTX_KERNEL void recurse(devctx::span<std::uint32_t> out, unsigned levels, uns
 #endif
 }
 
+#if !defined(__CUDA_ARCH__)
 constexpr std::size_t kBigFrame = 256 * 1024;
+#endif
 
 /// One frame far larger than a guard page, touched at its lowest address first: without a large
 /// enough guard (or stack-clash probes) the write lands in the stack of another GPU thread.
