@@ -27,6 +27,9 @@
 namespace devctx {
 /// Threads per warp, on every backend.
 inline constexpr unsigned warp_size = 32;
+/// Which prefix sum warp_prefix_sum / block_prefix_sum compute: element i's own value included
+/// (inclusive) or not (exclusive: element 0 gets 0).
+enum class Scan : unsigned char { inclusive, exclusive };
 }  // namespace devctx
 
 #if defined(__CUDA_ARCH__)

@@ -27,6 +27,7 @@ class Allocation {
 
   [[nodiscard]] void* data() const noexcept { return data_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
+  [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
 
   /// Remembers that `queue` enqueued work on this memory, so the free waits for it too.
   void note_use(QueueImpl& queue);
