@@ -47,7 +47,7 @@ DEVCTX_KERNEL void contend(devctx::span<T> cells, devctx::span<const T> values, 
   }
 }
 
-class Atomics : public BackendTest {
+class AtomicFamily : public BackendTest {
  protected:
   template <class T>
   void check() {
@@ -127,11 +127,11 @@ class Atomics : public BackendTest {
     EXPECT_TRUE(devctx_test::all_equal(sorted_values, steps)) << "atomic_add's old values";
   }
 };
-DEVCTX_INSTANTIATE_BACKEND_TESTS(Atomics);
+DEVCTX_INSTANTIATE_BACKEND_TESTS(AtomicFamily);
 
-TEST_P(Atomics, Int32) { check<std::int32_t>(); }
-TEST_P(Atomics, Uint32) { check<std::uint32_t>(); }
-TEST_P(Atomics, Int64) { check<std::int64_t>(); }
-TEST_P(Atomics, Uint64) { check<std::uint64_t>(); }
-TEST_P(Atomics, Float) { check<float>(); }
-TEST_P(Atomics, Double) { check<double>(); }
+TEST_P(AtomicFamily, Int32) { check<std::int32_t>(); }
+TEST_P(AtomicFamily, Uint32) { check<std::uint32_t>(); }
+TEST_P(AtomicFamily, Int64) { check<std::int64_t>(); }
+TEST_P(AtomicFamily, Uint64) { check<std::uint64_t>(); }
+TEST_P(AtomicFamily, Float) { check<float>(); }
+TEST_P(AtomicFamily, Double) { check<double>(); }

@@ -5,6 +5,7 @@
 // bit for bit (floating point included: both backends must give identical results).
 #include "support/test_support.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -86,6 +87,16 @@ DEVCTX_KERNEL void block_collectives(devctx::span<const T> in, devctx::span<Bloc
   r.bcast_none = devctx::block_broadcast(v, bd.volume());
   r.sum_again = devctx::block_sum(r.incl);  // back to back with the same shared slots, other values
   out[g] = r;
+}
+
+/// The softmax of docs/guide.md, verbatim: one block per row, one element per thread.
+DEVCTX_KERNEL void softmax_row(devctx::span<const float> x, devctx::span<float> y) {
+  const unsigned t = devctx::thread_idx().x;             // one block per row, one element per thread
+  const std::size_t i = std::size_t(devctx::block_idx().x) * devctx::block_dim().x + t;
+  const float v = x[i];
+  const float m = devctx::block_max(v);                  // every thread gets the row's maximum
+  const float e = std::exp(v - m);
+  y[i] = e / devctx::block_sum(e);
 }
 
 namespace {
@@ -291,4 +302,23 @@ TEST_P(Collectives, FloatSumFollowsTheButterflyNotTheLoop) {
   for (float x : values) loop += x;
   EXPECT_NE(expect, loop);  // the test would prove nothing otherwise
   for (unsigned l = 0; l < 32; ++l) EXPECT_EQ(r[l].sum, expect) << l;
+}
+
+TEST_P(Collectives, SoftmaxOfTheGuide) {
+  for (const unsigned cols : {1u, 45u, 256u, 1000u}) {
+    const unsigned rows = 5;
+    const auto x = devctx_test::random_vector<float>(rng, std::size_t(rows) * cols, -20.0f, 20.0f);
+    auto dx = upload(ctx(), x);
+    auto dy = devctx_test::poisoned_buffer<float>(ctx(), x.size());
+    ctx().enqueue_function<softmax_row>({.grid_dim = rows, .block_dim = cols}, dx, dy);
+    const auto y = download(ctx(), dy);
+    std::vector<float> expect(x.size());
+    for (unsigned r = 0; r < rows; ++r) {
+      double m = -1e300, s = 0;
+      for (unsigned c = 0; c < cols; ++c) m = std::max(m, double(x[r * cols + c]));
+      for (unsigned c = 0; c < cols; ++c) s += std::exp(double(x[r * cols + c]) - m);
+      for (unsigned c = 0; c < cols; ++c) expect[r * cols + c] = float(std::exp(double(x[r * cols + c]) - m) / s);
+    }
+    EXPECT_TRUE(devctx_test::all_near(expect, y, 1e-5)) << cols << " columns";
+  }
 }

@@ -15,7 +15,7 @@ using devctx_test::error_of;
 using devctx_test::upload;
 using testing::HasSubstr;
 
-DEVCTX_KERNEL void add_one(devctx::span<std::uint32_t> v) {
+DEVCTX_KERNEL void increment_all(devctx::span<std::uint32_t> v) {
   const std::size_t i = devctx::global_idx().x;
   if (i < v.size()) v[i] += 1u;
 }
@@ -32,7 +32,7 @@ TEST_P(HostVerbs, ExecutionTimeRunsTheFunctionEachIterationAndWaitsForItsWork) {
   const std::chrono::nanoseconds t = ctx().execution_time(
       [&](devctx::DeviceContext& c) {
         ++calls;
-        c.enqueue_function<add_one>(cover(values.size()), d);
+        c.enqueue_function<increment_all>(cover(values.size()), d);
         c.enqueue_copy(h, d);
       },
       7);
@@ -57,7 +57,7 @@ TEST_P(HostVerbs, ExecutionTimeErrors) {
   // A refused launch inside the timed function surfaces as that launch's error.
   auto d = ctx().enqueue_create_buffer<std::uint32_t>(4);
   e = error_of([&] {
-    (void)ctx().execution_time([&](devctx::DeviceContext& c) { c.enqueue_function<add_one>({.grid_dim = 0, .block_dim = 4}, d); });
+    (void)ctx().execution_time([&](devctx::DeviceContext& c) { c.enqueue_function<increment_all>({.grid_dim = 0, .block_dim = 4}, d); });
   });
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), Errc::invalid_launch);

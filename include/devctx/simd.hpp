@@ -67,13 +67,13 @@ struct alignas(detail::simd_alignment<T, N>()) SIMD {
   }
 
 #define DEVCTX_SIMD_OPERATOR(op)                                                                    \
-  DEVCTX_HD_INLINE friend SIMD operator op(const SIMD& a, const SIMD& b) {                          \
+  DEVCTX_HD_INLINE friend SIMD operator op(SIMD a, SIMD b) {                                        \
     SIMD r;                                                                                         \
     for (std::size_t i = 0; i < N; ++i) r.elements[i] = a.elements[i] op b.elements[i];             \
     return r;                                                                                       \
   }                                                                                                 \
-  DEVCTX_HD_INLINE friend SIMD operator op(const SIMD& a, T b) { return a op splat(b); }            \
-  DEVCTX_HD_INLINE friend SIMD operator op(T a, const SIMD& b) { return splat(a) op b; }            \
+  DEVCTX_HD_INLINE friend SIMD operator op(SIMD a, T b) { return a op splat(b); }                        \
+  DEVCTX_HD_INLINE friend SIMD operator op(T a, SIMD b) { return splat(a) op b; }                        \
   DEVCTX_HD_INLINE SIMD& operator op##=(const SIMD& b) { return *this = *this op b; }               \
   DEVCTX_HD_INLINE SIMD& operator op##=(T b) { return *this = *this op b; }
   DEVCTX_SIMD_OPERATOR(+)
