@@ -8,8 +8,9 @@
 // Warps. A warp is 32 consecutive linear thread indices of a block (linear = x + dx * (y + dy * z),
 // as CUDA numbers them); lane_id() is the linear index % 32. When the block's thread count is not
 // a multiple of 32, its last warp is partial: it has width = threads % 32 lanes.
-// Every lane of the warp that exists must call the same warp collective (no lane may have
-// returned or be in another branch); on the CPU a mismatch is reported as kernel_failed.
+// Every lane of the warp that exists must call the same warp collective: no lane may have
+// returned or be in another branch. Otherwise the results are undefined on both backends (the
+// CPU backend does not wait for lanes that have returned, and reads their stale values).
 //
 //   shuffle_idx(v, lane)   (= shuffle) the value of lane `lane % 32`
 //   shuffle_up(v, d)       the value of lane - d; lanes below d keep their own
