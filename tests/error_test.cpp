@@ -52,7 +52,7 @@ DEVCTX_KERNEL void static_32k_shared(devctx::span<unsigned> out) {
   DEVCTX_SHARED(unsigned, s, 8 * 1024);
   const devctx::span<unsigned> dyn = devctx::dynamic_shared<unsigned>();
   s[devctx::thread_idx().x] = 1;
-  if (dyn.size() > 0) dyn[0] = 2;
+  if (dyn.size() > 0 && devctx::thread_idx().x == 0) dyn[0] = 2;  // one writer: no race
   devctx::barrier();
   out[devctx::global_idx().x] = s[0] + (dyn.size() > 0 ? dyn[0] : 0u);
 }

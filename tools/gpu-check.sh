@@ -108,8 +108,13 @@ python_tests() {
     --config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES="$ARCH" \
     ${DLPACK_DIR:+--config-settings=cmake.define.DEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} \
     --config-settings=build-dir="$OUTDIR/python-build" "$SRC/python" || return 1
-  cd "$SRC" && PYTHONPATH="$site" python3 -m pytest -q -rs -p no:cacheprovider python/tests || status=$?
+  cd "$SRC" && PYTHONPATH="$site" python3 -X faulthandler -m pytest -q -rs -p no:cacheprovider python/tests || status=$?
   [[ $status == 5 ]] && { echo "pytest collected no tests"; return 1; }
+  if (( status > 128 )); then  # a crash: the native stack, under a debugger when there is one
+    local gdb; gdb=$(command -v gdb || command -v cuda-gdb || true)
+    [[ -n $gdb ]] && PYTHONPATH="$site" "$gdb" -batch -ex run -ex "thread apply all bt 12" --args \
+      python3 -m pytest -q -x -p no:cacheprovider python/tests 2>&1 | tail -150
+  fi
   return "$status"
 }
 
@@ -164,6 +169,12 @@ if [[ -x $BENCH ]]; then
   step "cuda benchmark (devctx vs raw CUDA)" bench-cuda.log "$BENCH"
 else
   skip "cuda benchmark" "devctx_bench_cuda not built"
+fi
+FIBER_BENCH=$BUILD/bench/cpu/devctx_bench_fiber_switch
+if [[ -x $FIBER_BENCH ]]; then
+  step "fiber switch: assembly vs Boost.Context" bench-fiber.log "$FIBER_BENCH" --reps 9 --switches 5000000
+else
+  skip "fiber switch benchmark" "not built (needs Boost.Context)"
 fi
 CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then

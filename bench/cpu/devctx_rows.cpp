@@ -91,7 +91,7 @@ DEVCTX_KERNEL void matmul_phases(devctx::Block blk, devctx::span<const float> a,
 
 class Runner final : public bench::DevctxRunner {
  public:
-  explicit Runner(bench::DevctxForm form) : form_(form) {}
+  Runner(bench::DevctxForm form, bool checked) : form_(form), ctx_(make_context(checked)) {}
 
   std::string device_name() const override { return ctx_.name(); }
 
@@ -142,11 +142,13 @@ class Runner final : public bench::DevctxRunner {
 
  private:
   bench::DevctxForm form_;
-  devctx::DeviceContext ctx_ = make_context();
+  devctx::DeviceContext ctx_;
 
   /// The CPU backend - this is the CPU benchmark, also on a machine with a GPU - unless
-  /// DEVCTX_DEVICE names a device (DEVCTX_DEVICE=cuda puts the GPU in the table).
-  static devctx::DeviceContext make_context() {
+  /// DEVCTX_DEVICE names a device (DEVCTX_DEVICE=cuda puts the GPU in the table). A checked
+  /// runner is always on the CPU (checking mode's backend).
+  static devctx::DeviceContext make_context(bool checked) {
+    if (checked) return devctx::DeviceContext{devctx::Api::cpu, 0, {.check = true}};
     const char* chosen = std::getenv("DEVCTX_DEVICE");
     if (chosen != nullptr && *chosen != '\0') return devctx::DeviceContext{};
     return devctx::DeviceContext{devctx::Api::cpu};
@@ -157,6 +159,6 @@ class Runner final : public bench::DevctxRunner {
 
 }  // namespace
 
-std::unique_ptr<bench::DevctxRunner> bench::DevctxRunner::create(DevctxForm form) {
-  return std::make_unique<Runner>(form);
+std::unique_ptr<bench::DevctxRunner> bench::DevctxRunner::create(DevctxForm form, bool checked) {
+  return std::make_unique<Runner>(form, checked);
 }

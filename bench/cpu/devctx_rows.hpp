@@ -17,7 +17,8 @@ enum class DevctxForm {
 
 class DevctxRunner {
  public:
-  static std::unique_ptr<DevctxRunner> create(DevctxForm form);
+  /// `checked`: the context runs in checking mode (docs/checking.md; devctx_bench_checking).
+  static std::unique_ptr<DevctxRunner> create(DevctxForm form, bool checked = false);
   virtual ~DevctxRunner() = default;
   [[nodiscard]] virtual std::string device_name() const = 0;
   virtual void upload_k1(const float* a, const float* b, std::size_t n) = 0;

@@ -153,6 +153,7 @@ inline void Block::for_each_thread(F&& f) const {
       f(Thread{x, 0, 0, x});
       st.thread_idx.x = unsigned(x);
     }
+    detail::cpu::phase_end();
     return;
   }
   std::size_t rank = 0;
@@ -172,6 +173,7 @@ inline void Block::for_each_thread(F&& f) const {
       rank += d.x;
     }
   }
+  detail::cpu::phase_end();
 }
 
 template <class F>
@@ -186,6 +188,7 @@ inline void Block::for_first_threads(std::size_t count, F&& f) const {
       f(Thread{x, 0, 0, x});
       st.thread_idx.x = unsigned(x);
     }
+    detail::cpu::phase_end();
     return;
   }
   std::size_t rank = 0;
@@ -203,12 +206,14 @@ inline void Block::for_first_threads(std::size_t count, F&& f) const {
       rank += d.x;
     }
   }
+  detail::cpu::phase_end();
 }
 
 template <class F>
 inline void Block::single(F&& f) const {
   detail::cpu::tls.thread_idx = {0, 0, 0};
   f();
+  detail::cpu::phase_end();
 }
 
 template <class T>

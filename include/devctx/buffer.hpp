@@ -47,6 +47,15 @@ struct ReleasedBuffer {
 };
 
 namespace detail {
+/// What enqueue_copy reads of a HostBuffer or HostSlice: its address without the host-access
+/// check (enqueueing more work on a buffer is not touching it).
+struct HostRaw {
+  template <class S>
+  [[nodiscard]] static auto* data(const S& s) noexcept {
+    return s.data_;
+  }
+};
+
 /// The `free` of a ReleasedBuffer: the stream-ordered release of the record.
 inline void free_released(void* owner) noexcept { AllocationReleaser{}(static_cast<Allocation*>(owner)); }
 
@@ -294,27 +303,31 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
   std::size_t size_ = 0;
 };
 
-/// A non-owning view of part of a HostBuffer; usable wherever a HostBuffer is.
+/// A non-owning view of part of a HostBuffer; usable wherever a HostBuffer is. In checking mode
+/// its accessors refuse, as the buffer's do, while a copy or fill on the buffer may be pending.
 template <class T>
 class HostSlice : public detail::BufferVerbs<HostSlice<T>> {
  public:
   HostSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
-      : allocation_(allocation), data_(data), size_(size) {}
+      : allocation_(allocation),
+        gate_(allocation != nullptr ? detail::allocation_host_gate(*allocation) : nullptr),
+        data_(data),
+        size_(size) {}
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   HostSlice(const HostSlice<U>& other) noexcept  // NOLINT(google-explicit-constructor)
-      : allocation_(other.allocation()), data_(other.data()), size_(other.size()) {}
+      : allocation_(other.allocation_), gate_(other.gate_), data_(other.data_), size_(other.size_) {}
 
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
-  [[nodiscard]] T* data() const noexcept { return data_; }
-  T& operator[](std::size_t i) const noexcept { return data_[i]; }
-  [[nodiscard]] T* begin() const noexcept { return data_; }
-  [[nodiscard]] T* end() const noexcept { return data_ + size_; }
+  [[nodiscard]] T* data() const { return touched("HostSlice::data()"); }
+  T& operator[](std::size_t i) const { return touched("HostSlice::operator[]")[i]; }
+  [[nodiscard]] T* begin() const { return touched("HostSlice::begin()"); }
+  [[nodiscard]] T* end() const { return touched("HostSlice::end()") + size_; }
   [[nodiscard]] HostSlice slice(std::size_t offset, std::size_t count) const {
     detail::check_slice("HostSlice::slice", offset, count, size_);
     return HostSlice(allocation_, data_ + offset, count);
   }
-  operator std::span<T>() const noexcept { return {data_, size_}; }  // NOLINT
+  operator std::span<T>() const { return {touched("HostSlice's conversion to std::span"), size_}; }  // NOLINT
   [[nodiscard]] detail::Allocation* allocation() const noexcept { return allocation_; }
   [[nodiscard]] HostSlice as_slice() const noexcept { return *this; }
   /// As DeviceSlice::view_as.
@@ -326,7 +339,19 @@ class HostSlice : public detail::BufferVerbs<HostSlice<T>> {
   }
 
  private:
+  template <class>
+  friend class HostSlice;
+  friend struct detail::HostRaw;
+
+  /// data_, once checking mode (if on) has seen that no copy or fill on the buffer is pending.
+  [[nodiscard]] T* touched(const char* access) const {
+    if (gate_ != nullptr && gate_->pending.load(std::memory_order_acquire) != 0) [[unlikely]]
+      detail::host_access_check(*gate_, access);
+    return data_;
+  }
+
   detail::Allocation* allocation_;
+  detail::HostAccessGate* gate_;
   T* data_;
   std::size_t size_;
 };
@@ -334,6 +359,10 @@ class HostSlice : public detail::BufferVerbs<HostSlice<T>> {
 /// `size()` elements of T in host memory fit for fast transfers (page-locked on CUDA).
 /// Created by enqueue_create_host_buffer<T>(n); fill it only after the context has been
 /// synchronized once since its creation. Never pass it to a kernel: copy it to a DeviceBuffer.
+/// A copy into or out of it, or a fill, is finished only once the host has waited for it
+/// (synchronize, or an event recorded after it); in checking mode (docs/checking.md)
+/// operator[], data(), begin(), end() and the conversion to std::span throw
+/// Error(check_failed) until then.
 template <class T>
 class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>,
@@ -344,13 +373,16 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
   HostBuffer(detail::AllocationPtr allocation, std::size_t size) noexcept
       : allocation_(std::move(allocation)), size_(size) {
     data_ = allocation_ ? static_cast<T*>(detail::allocation_data(*allocation_)) : nullptr;
+    gate_ = allocation_ ? detail::allocation_host_gate(*allocation_) : nullptr;
   }
   HostBuffer(HostBuffer&& other) noexcept
       : allocation_(std::move(other.allocation_)),
+        gate_(std::exchange(other.gate_, nullptr)),
         data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)) {}
   HostBuffer& operator=(HostBuffer&& other) noexcept {
     allocation_ = std::move(other.allocation_);
+    gate_ = std::exchange(other.gate_, nullptr);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     return *this;
@@ -362,16 +394,16 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
   [[nodiscard]] explicit operator bool() const noexcept { return allocation_ != nullptr; }
-  [[nodiscard]] T* data() noexcept { return data_; }
-  [[nodiscard]] const T* data() const noexcept { return data_; }
-  T& operator[](std::size_t i) noexcept { return data_[i]; }
-  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
-  [[nodiscard]] T* begin() noexcept { return data_; }
-  [[nodiscard]] T* end() noexcept { return data_ + size_; }
-  [[nodiscard]] const T* begin() const noexcept { return data_; }
-  [[nodiscard]] const T* end() const noexcept { return data_ + size_; }
-  operator std::span<T>() noexcept { return {data_, size_}; }              // NOLINT
-  operator std::span<const T>() const noexcept { return {data_, size_}; }  // NOLINT
+  [[nodiscard]] T* data() { return touched("HostBuffer::data()"); }
+  [[nodiscard]] const T* data() const { return touched("HostBuffer::data()"); }
+  T& operator[](std::size_t i) { return touched("HostBuffer::operator[]")[i]; }
+  const T& operator[](std::size_t i) const { return touched("HostBuffer::operator[]")[i]; }
+  [[nodiscard]] T* begin() { return touched("HostBuffer::begin()"); }
+  [[nodiscard]] T* end() { return touched("HostBuffer::end()") + size_; }
+  [[nodiscard]] const T* begin() const { return touched("HostBuffer::begin()"); }
+  [[nodiscard]] const T* end() const { return touched("HostBuffer::end()") + size_; }
+  operator std::span<T>() { return {touched("HostBuffer's conversion to std::span"), size_}; }              // NOLINT
+  operator std::span<const T>() const { return {touched("HostBuffer's conversion to std::span"), size_}; }  // NOLINT
 
   [[nodiscard]] HostSlice<T> slice(std::size_t offset, std::size_t count) {
     return as_slice().slice(offset, count);
@@ -395,11 +427,20 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
 
   /// As DeviceBuffer::release(): the memory goes to another owner, who frees it with `free`.
   [[nodiscard]] ReleasedBuffer<T> release() {
+    gate_ = nullptr;  // the memory's new owner is not checked
     return detail::release_buffer(allocation_, data_, size_, "a moved-from or default-constructed HostBuffer: it owns no memory");
   }
 
  private:
+  /// data_, once checking mode (if on) has seen that no copy or fill on the buffer is pending.
+  [[nodiscard]] T* touched(const char* access) const {
+    if (gate_ != nullptr && gate_->pending.load(std::memory_order_acquire) != 0) [[unlikely]]
+      detail::host_access_check(*gate_, access);
+    return data_;
+  }
+
   detail::AllocationPtr allocation_;
+  detail::HostAccessGate* gate_ = nullptr;
   T* data_ = nullptr;
   std::size_t size_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -21,17 +22,32 @@ class ContextImpl;
 [[nodiscard]] Stream context_wrap_native_stream(DeviceContext& context, void* native);
 }  // namespace detail
 
+/// How a DeviceContext is set up beyond its device: `DeviceContext ctx{Api::cpu, 0, {.check = true}};`
+struct ContextOptions {
+  /// Checking mode (docs/checking.md): the CPU backend runs this context's kernels with every
+  /// span and shared-array index bounds-checked, races, barrier divergence and reads of device
+  /// memory never written reported (blocks of a launch then run one after another), and the host
+  /// may not touch a HostBuffer while a copy into or out of it may still run. Each finding is a
+  /// devctx::Error with code Errc::check_failed. Unset: the DEVCTX_CHECK environment variable
+  /// decides (a flag: 1/0, true/false, yes/no, on/off; unset means off), and it does nothing on a
+  /// CUDA device. `true` on a CUDA device throws Error(not_available): there compute-sanitizer
+  /// checks kernels. `false` turns checking off whatever DEVCTX_CHECK says.
+  std::optional<bool> check;
+};
+
 /// A device and its default stream; every enqueue verb of StreamRef works on it.
 ///
 /// `DeviceContext ctx;` picks the default device: DEVCTX_DEVICE from the environment if set
 /// ("cpu", "cuda", "cuda:N"), else the first CUDA GPU when devctx was built with CUDA and one
 /// is present, else the CPU. `DeviceContext ctx{Api::cuda, 1};` picks one; it throws
-/// devctx::Error (not_available) when that backend or device does not exist.
+/// devctx::Error (not_available) when that backend or device does not exist. Either form takes
+/// ContextOptions last; a bad value of DEVCTX_CHECK throws Error(invalid_argument).
 /// Move-only. Dropping it never blocks: enqueued work still runs, memory is freed after it.
 class DeviceContext : public StreamRef {
  public:
   DeviceContext();
-  explicit DeviceContext(Api api, int id = 0);
+  explicit DeviceContext(ContextOptions options);
+  explicit DeviceContext(Api api, int id = 0, ContextOptions options = {});
   DeviceContext(DeviceContext&& other) noexcept;
   DeviceContext& operator=(DeviceContext&& other) noexcept;
   DeviceContext(const DeviceContext&) = delete;
@@ -46,6 +62,8 @@ class DeviceContext : public StreamRef {
   /// "NVIDIA H200", "CPU (16 threads): AMD EPYC ...".
   [[nodiscard]] std::string name() const;
   [[nodiscard]] const DeviceInfo& info() const;
+  /// True when checking mode is on for this context (ContextOptions::check, DEVCTX_CHECK).
+  [[nodiscard]] bool checking() const;
 
   /// A new stream on this device. Work on it may overlap with the default stream's.
   [[nodiscard]] Stream create_stream();

@@ -18,6 +18,7 @@ enum class Errc {
   kernel_failed,      ///< a kernel threw, trapped or faulted while running
   backend_error,      ///< the underlying runtime (e.g. CUDA) reported a failure
   context_lost,       ///< the device context is unusable (e.g. after a CUDA device fault)
+  check_failed,       ///< checking mode (DEVCTX_CHECK, docs/checking.md) found a bug in the program
 };
 
 /// Human-readable name of an error code ("size_mismatch", ...).

@@ -9,11 +9,18 @@
 
 #include <devctx/detail/config.hpp>
 #include <devctx/detail/host/seam.hpp>
+#if !defined(__CUDA_ARCH__)
+#include <devctx/detail/cpu_state.hpp>
+#endif
 
 namespace devctx {
 
 /// A non-owning view of `size()` contiguous elements in device memory, as a kernel sees a
 /// DeviceBuffer<T> (or one of its slices). Cheap to copy; valid while the buffer lives.
+///
+/// In a checked launch (docs/checking.md) span[i] goes through checking mode on the CPU backend;
+/// otherwise it costs a test that the compiler moves out of the kernel's loops. On a GPU there
+/// is no test at all.
 template <class T>
 class span {
  public:
@@ -38,7 +45,8 @@ class span {
   /// defined (for every translation unit, e.g. target_compile_definitions(app PRIVATE
   /// DEVCTX_CHECK_BOUNDS)): then an index past the end fails the kernel. On the CPU backend the
   /// failure is reported at synchronize() naming the index, the size, the kernel, the block and
-  /// the thread; on a GPU the thread prints the same facts and traps.
+  /// the thread; on a GPU the thread prints the same facts and traps. Checking mode
+  /// (DEVCTX_CHECK=1) checks every index without recompiling, on the CPU backend.
   DEVCTX_HD constexpr T& operator[](std::size_t i) const {
 #if defined(DEVCTX_CHECK_BOUNDS)
     if (i >= size_) [[unlikely]] {
@@ -52,11 +60,16 @@ class span {
 #endif
     }
 #endif
+#if !defined(__CUDA_ARCH__)
+    if (!std::is_constant_evaluated() && detail::cpu::in_checked_launch()) [[unlikely]]
+      return *static_cast<T*>(detail::cpu::checked_span_element(data_, i, size_, sizeof(T), std::is_const_v<T>));
+#endif
     return data_[i];
   }
   [[nodiscard]] DEVCTX_HD constexpr T* begin() const noexcept { return data_; }
   [[nodiscard]] DEVCTX_HD constexpr T* end() const noexcept { return data_ + size_; }
-  /// The `count` elements starting at `offset` (no checking: this runs inside kernels).
+  /// The `count` elements starting at `offset` (no checking: this runs inside kernels; in a
+  /// checked launch, indexing the subspan is checked against `count`).
   [[nodiscard]] DEVCTX_HD constexpr span subspan(std::size_t offset, std::size_t count) const noexcept {
     return span(data_ + offset, count);
   }

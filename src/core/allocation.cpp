@@ -45,7 +45,9 @@ AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, 
   const std::size_t bytes = allocation_bytes(queue.device(), kind, count, element_bytes);
   void* data = queue.allocate(bytes, kind);
   try {
-    return AllocationPtr(new Allocation(queue.shared_from_this(), data, bytes, kind));
+    std::unique_ptr<HostGuard> guard;
+    if (kind == MemKind::host_pinned && queue.checking()) guard = std::make_unique<HostGuard>();
+    return AllocationPtr(new Allocation(queue.shared_from_this(), data, bytes, kind, std::move(guard)));
   } catch (...) {
     queue.free(data, bytes, kind);
     throw;
@@ -54,5 +56,9 @@ AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, 
 
 void* allocation_data(const Allocation& allocation) noexcept { return allocation.data(); }
 QueueImpl& allocation_home_queue(const Allocation& allocation) noexcept { return allocation.home(); }
+
+HostAccessGate* allocation_host_gate(const Allocation& allocation) noexcept { return allocation.host_guard(); }
+
+void host_access_check(HostAccessGate& gate, const char* access) { static_cast<HostGuard&>(gate).check(access); }
 
 }  // namespace devctx::detail

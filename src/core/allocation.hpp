@@ -11,6 +11,7 @@
 #include <devctx/detail/host/seam.hpp>
 
 #include "core/backend.hpp"
+#include "core/host_access.hpp"
 
 namespace devctx::detail {
 
@@ -18,6 +19,10 @@ class Allocation {
  public:
   Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind) noexcept
       : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind) {}
+  /// A HostBuffer's record in a checked context, with checking mode's guard of host access.
+  Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind,
+             std::unique_ptr<HostGuard> guard) noexcept
+      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind), guard_(std::move(guard)) {}
   /// A record of memory devctx did not allocate (DeviceView): release() never frees it; it
   /// runs `on_release` (if any) once devctx's work on the memory has finished.
   Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind,
@@ -28,6 +33,9 @@ class Allocation {
   [[nodiscard]] void* data() const noexcept { return data_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
   [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
+  /// Checking mode's record of the work pending on a HostBuffer made by a checked context; null
+  /// for every other allocation.
+  [[nodiscard]] HostGuard* host_guard() const noexcept { return guard_.get(); }
 
   /// Remembers that `queue` enqueued work on this memory, so the free waits for it too.
   void note_use(QueueImpl& queue);
@@ -43,6 +51,7 @@ class Allocation {
   std::function<void()> on_release_;
   std::mutex users_mutex_;
   std::vector<std::weak_ptr<QueueImpl>> other_users_;
+  std::unique_ptr<HostGuard> guard_;
 };
 
 }  // namespace devctx::detail

@@ -18,6 +18,8 @@
 #include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
 
+#include "core/host_access.hpp"
+
 namespace devctx::detail {
 
 class EventImpl {
@@ -31,6 +33,10 @@ class EventImpl {
   [[nodiscard]] virtual double elapsed_ms_since(EventImpl& start) = 0;
   /// The backend's own handle (a cudaEvent_t on CUDA), or null when the backend has none.
   [[nodiscard]] virtual void* native_handle() const noexcept { return nullptr; }
+
+  // Checking mode (host_access.hpp): the event's queue and its ticket there, when checked.
+  std::shared_ptr<QueueWatch> watch;
+  std::uint64_t ticket = 0;
 };
 
 class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
@@ -41,6 +47,13 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
   QueueImpl& operator=(const QueueImpl&) = delete;
 
   [[nodiscard]] DeviceImpl& device() const noexcept { return device_; }
+
+  /// Checking mode (docs/checking.md), turned on by the context before the queue is used: the
+  /// backend checks this queue's launches, and core keeps `watch` up to date.
+  void enable_checking();
+  [[nodiscard]] bool checking() const noexcept { return watch_ != nullptr; }
+  /// What the host has waited for on this queue; null unless checking.
+  [[nodiscard]] const std::shared_ptr<QueueWatch>& watch() const noexcept { return watch_; }
 
   /// Stream-ordered device allocation; throws Error(out_of_memory).
   [[nodiscard]] virtual void* allocate(std::size_t bytes, MemKind kind) = 0;
@@ -60,6 +73,7 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
 
  private:
   DeviceImpl& device_;
+  std::shared_ptr<QueueWatch> watch_;
 };
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
@@ -97,6 +111,8 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 
   /// "cpu:0 (CPU, 2 threads: AMD EPYC)" - how messages name the device.
   [[nodiscard]] std::string label() const;
+  /// The watches of this device's checked queues (checking mode, host_access.hpp).
+  [[nodiscard]] DeviceWatches& watches() noexcept { return watches_; }
 
  private:
   // Deferred releases hold their event, and so their queue and this device: a device with
@@ -104,6 +120,7 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   std::mutex releases_mutex_;
   std::vector<std::pair<std::shared_ptr<EventImpl>, std::function<void()>>> releases_;
   std::atomic<std::size_t> pending_releases_{0};
+  DeviceWatches watches_;
 };
 
 // ---- backend entry points (each backend folder defines its own) ------------------------------

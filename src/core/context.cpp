@@ -13,6 +13,7 @@
 #include <devctx/error.hpp>
 
 #include "core/backend.hpp"
+#include "core/environment.hpp"
 #include "core/errors.hpp"
 
 namespace devctx {
@@ -21,6 +22,12 @@ namespace detail {
 std::string DeviceImpl::label() const {
   const DeviceInfo& i = info();
   return concat(to_string(i.api), ':', i.id, " (", i.name, ')');
+}
+
+void QueueImpl::enable_checking() {
+  auto watch = std::make_shared<QueueWatch>(device_.label());
+  device_.watches().add(watch);
+  watch_ = std::move(watch);
 }
 
 namespace {
@@ -65,6 +72,18 @@ std::shared_ptr<DeviceImpl> open_device(Api api, int id) {
   return device;
 }
 
+/// Whether a context on `device` runs checked (ContextOptions::check, else DEVCTX_CHECK).
+bool checking_for(const DeviceImpl& device, const ContextOptions& options) {
+  const bool from_environment = env_flag("DEVCTX_CHECK", false);  // read always: a bad value is an error
+  const bool on_cpu = device.info().api == Api::cpu;
+  if (!options.check) return from_environment && on_cpu;
+  if (*options.check && !on_cpu)
+    fail(Errc::not_available, "ContextOptions{.check = true} on ", device.label(),
+         ": checking mode runs kernels on the CPU backend (DeviceContext{devctx::Api::cpu, 0, {.check = true}}); "
+         "on a GPU, run the program under compute-sanitizer (docs/checking.md)");
+  return *options.check;
+}
+
 DeviceId default_device() {
   if (const auto chosen = device_from_environment()) return *chosen;
   if (DeviceContext::count(Api::cuda) > 0) return {Api::cuda, 0};
@@ -75,10 +94,14 @@ DeviceId default_device() {
 
 class ContextImpl {
  public:
-  ContextImpl(Api api, int id) : device_(open_device(api, id)), queue_(device_->create_queue()) {}
+  ContextImpl(Api api, int id, const ContextOptions& options)
+      : device_(open_device(api, id)), checking_(checking_for(*device_, options)), queue_(device_->create_queue()) {
+    if (checking_) queue_->enable_checking();
+  }
 
   [[nodiscard]] DeviceImpl& device() const { return *device_; }
   [[nodiscard]] QueueImpl& queue() const { return *queue_; }
+  [[nodiscard]] bool checking() const noexcept { return checking_; }
 
   ContextImpl(const ContextImpl&) = delete;
   ContextImpl& operator=(const ContextImpl&) = delete;
@@ -90,6 +113,7 @@ class ContextImpl {
   Stream wrap_native_stream(void* native) { return adopt(device_->wrap_native_queue(native)); }
 
   Stream adopt(std::shared_ptr<QueueImpl> queue) {
+    if (checking_) queue->enable_checking();  // a checked context's streams are checked
     const std::lock_guard lock(mutex_);
     std::erase_if(streams_, [](const auto& s) { return s.expired(); });
     streams_.push_back(queue);
@@ -108,7 +132,7 @@ class ContextImpl {
     std::exception_ptr first;
     auto sync = [&](QueueImpl& q) {
       try {
-        q.synchronize();
+        synchronize_observed(q);
       } catch (...) {
         if (!first) first = std::current_exception();
       }
@@ -120,12 +144,13 @@ class ContextImpl {
   }
 
   void synchronize_device() {
-    device_->synchronize_device();
+    synchronize_device_observed(*device_);
     synchronize();
   }
 
  private:
   std::shared_ptr<DeviceImpl> device_;
+  bool checking_;
   std::shared_ptr<QueueImpl> queue_;
   std::mutex mutex_;
   std::vector<std::weak_ptr<QueueImpl>> streams_;
@@ -137,14 +162,16 @@ Stream context_wrap_native_stream(DeviceContext& context, void* native) {
 
 }  // namespace detail
 
-DeviceContext::DeviceContext() : StreamRef(nullptr) {
+DeviceContext::DeviceContext() : DeviceContext(ContextOptions{}) {}
+
+DeviceContext::DeviceContext(ContextOptions options) : StreamRef(nullptr) {
   const DeviceId device = detail::default_device();
-  impl_ = std::make_unique<detail::ContextImpl>(device.api, device.id);
+  impl_ = std::make_unique<detail::ContextImpl>(device.api, device.id, options);
   reset(&impl_->queue());
 }
 
-DeviceContext::DeviceContext(Api api, int id)
-    : StreamRef(nullptr), impl_(std::make_unique<detail::ContextImpl>(api, id)) {
+DeviceContext::DeviceContext(Api api, int id, ContextOptions options)
+    : StreamRef(nullptr), impl_(std::make_unique<detail::ContextImpl>(api, id, options)) {
   reset(&impl_->queue());
 }
 
@@ -173,6 +200,7 @@ Api DeviceContext::api() const { return info().api; }
 int DeviceContext::id() const { return info().id; }
 std::string DeviceContext::name() const { return info().name; }
 const DeviceInfo& DeviceContext::info() const { return impl().device().info(); }
+bool DeviceContext::checking() const { return impl().checking(); }
 Stream DeviceContext::create_stream() { return impl().create_stream(); }
 void DeviceContext::synchronize() { impl().synchronize(); }
 void DeviceContext::synchronize_device() { impl().synchronize_device(); }
@@ -180,13 +208,13 @@ MemoryInfo DeviceContext::memory_info() const { return impl().device().memory_in
 
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
-  impl_->synchronize();
+  detail::event_synchronize(*impl_);
   impl_->device().run_finished_releases();
 }
 
 bool Event::query() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
-  return impl_->query();
+  return detail::event_query(*impl_);
 }
 
 double elapsed_ms(const Event& start, const Event& stop) {
@@ -194,7 +222,10 @@ double elapsed_ms(const Event& start, const Event& stop) {
   if (&start.impl()->device() != &stop.impl()->device())
     detail::fail(Errc::wrong_device, "elapsed_ms: the events belong to different devices (",
                  start.impl()->device().label(), " and ", stop.impl()->device().label(), ')');
-  return stop.impl()->elapsed_ms_since(*start.impl());
+  const double ms = stop.impl()->elapsed_ms_since(*start.impl());  // has waited for both
+  detail::event_reached(*start.impl());
+  detail::event_reached(*stop.impl());
+  return ms;
 }
 
 }  // namespace devctx

@@ -14,6 +14,7 @@
 #include "core/allocation.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/memory.hpp"
 
 namespace devctx::detail {
 namespace {
@@ -44,6 +45,34 @@ std::size_t endpoint_bytes(const QueueImpl& queue, const char* operation, const 
          " elements of ", element_bytes, " bytes, more bytes than a 64-bit size can count: no memory holds it");
   return *bytes;
 }
+
+/// Checking mode: the guard of the HostBuffer on this side of a copy or fill, if it has one.
+HostGuard* host_guard_of(const QueueImpl& queue, const MemRef& ref) {
+  if (!queue.checking() || ref.kind != MemKind::host_pinned || ref.allocation == nullptr) return nullptr;
+  return ref.allocation->host_guard();
+}
+
+/// Room in a HostBuffer's guard for the work about to be queued, taken first so that recording
+/// the work cannot fail once it is queued; given back unless used.
+class GuardSlot {
+ public:
+  explicit GuardSlot(HostGuard* guard) : guard_(guard) {
+    if (guard_ != nullptr) guard_->reserve();
+  }
+  GuardSlot(const GuardSlot&) = delete;
+  GuardSlot& operator=(const GuardSlot&) = delete;
+  ~GuardSlot() {
+    if (guard_ != nullptr) guard_->unreserve();
+  }
+  void use(const std::shared_ptr<QueueWatch>& watch, std::uint64_t ticket, HostGuard::Use use) noexcept {
+    if (guard_ == nullptr) return;
+    guard_->add(watch, ticket, use);
+    guard_ = nullptr;
+  }
+
+ private:
+  HostGuard* guard_;
+};
 
 /// Refuses a copy whose two sides share memory. Neither backend copies overlapping ranges as
 /// memmove would: cudaMemcpyAsync does not promise it, and the CPU backend copies chunks in
@@ -98,7 +127,23 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
   note_use_if_local(queue, dst.allocation);
   note_use_if_local(queue, src.allocation);
   if (bytes == 0) return;
-  queue.copy(dst.data, effective_kind(queue, dst), src.data, effective_kind(queue, src), bytes);
+  const MemKind dst_kind = effective_kind(queue, dst), src_kind = effective_kind(queue, src);
+  GuardSlot into(host_guard_of(queue, dst)), out_of(host_guard_of(queue, src));
+  queue.copy(dst.data, dst_kind, src.data, src_kind, bytes);
+  if (queue.checking()) {
+    const auto& watch = queue.watch();
+    const std::uint64_t ticket = watch->next_ticket();
+    into.use(watch, ticket, HostGuard::Use::copy_into);
+    out_of.use(watch, ticket, HostGuard::Use::copy_out_of);
+    if (copy_waits_for_host(dst_kind, src_kind)) {
+      // The call returned with the copy done. Out of memory to follow the queue's cross-stream
+      // waits, a later host access may be refused though it need not be; never the reverse.
+      try {
+        watch->observe(ticket);
+      } catch (...) {
+      }
+    }
+  }
 }
 
 void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes) {
@@ -110,7 +155,9 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_memset", dst, element_bytes);
   note_use_if_local(queue, dst.allocation);
   if (bytes == 0) return;
+  GuardSlot slot(host_guard_of(queue, dst));
   queue.fill(dst.data, effective_kind(queue, dst), dst.count, value, element_bytes);
+  if (queue.checking()) slot.use(queue.watch(), queue.watch()->next_ticket(), HostGuard::Use::fill);
 }
 
 void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
@@ -159,17 +206,36 @@ void queue_synchronize(QueueImpl& queue) {
     DeviceImpl& device;
     ~RunReleases() { device.run_finished_releases(); }
   } run_releases{queue.device()};
-  queue.synchronize();
+  // The test inline: an unchecked queue's synchronize costs what it did without checking mode.
+  if (queue.checking()) [[unlikely]] synchronize_observed(queue);
+  else queue.synchronize();
 }
 
-std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return queue.record_event(); }
+std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) {
+  auto event = queue.record_event();
+  if (queue.checking()) {
+    event->watch = queue.watch();
+    event->ticket = queue.watch()->next_ticket();
+  }
+  return event;
+}
 
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
   if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
   if (&event->device() != &queue.device())
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
          event->device().label(), "; streams can only wait for events of their own device");
-  queue.wait_for(event);
+  if (!queue.checking() || !event->watch) return queue.wait_for(event);
+  // Room for the record first: once the wait is queued, recording it cannot fail.
+  QueueWatch& watch = *queue.watch();
+  watch.reserve_wait();
+  try {
+    queue.wait_for(event);
+  } catch (...) {
+    watch.unreserve_wait();
+    throw;
+  }
+  watch.note_wait(watch.next_ticket(), event->watch, event->ticket);
 }
 
 }  // namespace devctx::detail

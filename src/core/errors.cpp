@@ -20,6 +20,7 @@ const char* to_string(Errc code) noexcept {
     case Errc::kernel_failed: return "kernel_failed";
     case Errc::backend_error: return "backend_error";
     case Errc::context_lost: return "context_lost";
+    case Errc::check_failed: return "check_failed";
   }
   return "unknown";
 }

@@ -8,12 +8,16 @@
 #endif
 
 #include <cstddef>
+#include <source_location>
 
 #include <devctx/launch.hpp>
 
 namespace devctx::detail::cpu {
 
 class BlockExecutor;  // src/backends/cpu: the worker's executor of blocks (fibers, barriers, shared memory)
+namespace check {
+class Checker;  // src/backends/cpu/check: checking mode (docs/checking.md)
+}
 
 /// How the current worker is executing kernel code.
 enum class Mode : unsigned char {
@@ -49,12 +53,15 @@ struct ThreadState {
   const void* shared_sites[4] = {};
   void* shared_addresses[4] = {};
   unsigned shared_count = 0;
+  /// Checking mode's record of the running launch; null unless it is a checked launch.
+  check::Checker* checker = nullptr;
 };
 
 extern constinit thread_local ThreadState tls;
 
 // Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber_x86_64.cpp or cooperative.cpp).
-void barrier();
+/// `site`: where the kernel called devctx::barrier(), which checking mode compares.
+void barrier(std::source_location site);
 /// Publishes `bytes` bytes of this lane's value to its warp and waits for the whole warp.
 /// Returns the warp's 32 slots (each kWarpSlotBytes wide); warp_release() must follow.
 const std::byte* warp_publish(const void* value, std::size_t bytes);
@@ -66,6 +73,34 @@ void* per_thread_storage(std::size_t bytes, std::size_t align);
 [[noreturn]] void not_in_kernel(const char* function);
 
 inline constexpr std::size_t kWarpSlotBytes = 16;
+
+// ---- checking mode (docs/checking.md): entry points into src/backends/cpu/check -----------------
+/// True while the calling thread runs kernel code of a checked launch. Every checked accessor
+/// (span[i], a DEVCTX_SHARED array's [i], atomics, the end of a block-level phase) tests it.
+/// Declared const: its value cannot change while a kernel runs (a thread runs one launch's code
+/// from its runner's call to its return), so the compiler may treat every test in a kernel as one
+/// value - and the runners promise that value (launch_kernel.hpp), which removes the tests from
+/// the code of unchecked launches altogether.
+[[nodiscard, gnu::const]] bool in_checked_launch() noexcept;
+/// &data[index] of a span of `count` elements in a checked launch, once the checker has seen it.
+[[nodiscard]] void* checked_span_element(const void* data, std::size_t index, std::size_t count,
+                                         std::size_t element_bytes, bool read_only);
+/// &array[index] of a DEVCTX_SHARED array (or a row of a two-dimensional one) in a checked launch.
+[[nodiscard]] void* checked_shared_element(const void* array, std::size_t index, std::size_t count,
+                                           std::size_t element_bytes);
+/// The address of row `index` of a two-dimensional DEVCTX_SHARED array in a checked launch.
+[[nodiscard]] void* checked_shared_row(const void* array, std::size_t index, std::size_t count,
+                                       std::size_t row_bytes);
+/// An atomic on `bytes` bytes at `address` in a checked launch.
+void checked_atomic(const void* address, std::size_t bytes);
+/// The end of a block-level phase (its implied barrier) in a checked launch.
+void checked_phase_end();
+/// The running thread returned from the kernel, in a checked launch (the checked runners call it).
+void checked_thread_end();
+/// Called by every block-level phase as it ends.
+inline void phase_end() {
+  if (in_checked_launch()) [[unlikely]] checked_phase_end();
+}
 
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.
 inline void* shared_array(const void* site, std::size_t bytes, std::size_t align) {

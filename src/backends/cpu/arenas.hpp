@@ -51,6 +51,9 @@ class SharedArena {
     for (unsigned i = 0; i < tls.shared_count; ++i) tls.shared_addresses[i] = base + cached_offsets_[i];
   }
 
+  /// The current block's shared memory.
+  [[nodiscard]] std::byte* base() const noexcept { return memory_.get() + half_ * stride(limit_); }
+
   /// The address of the DEVCTX_SHARED array declared at `site` in the running block, laid out
   /// on its first declaration in the launch. Throws Error(invalid_launch) past the limit.
   [[nodiscard]] void* array(const void* site, std::size_t bytes, std::size_t align);
@@ -62,7 +65,6 @@ class SharedArena {
   };
 
   [[nodiscard]] static constexpr std::size_t stride(std::size_t limit) { return (limit + 127) / 64 * 64; }
-  [[nodiscard]] std::byte* base() const noexcept { return memory_.get() + half_ * stride(limit_); }
   void cache(const Site& site) noexcept;
 
   std::size_t limit_;

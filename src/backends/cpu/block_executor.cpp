@@ -53,6 +53,16 @@ unsigned warp_width() { return current_executor("a devctx warp operation").warp_
 void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
   return current_executor("DEVCTX_SHARED").static_shared(site, bytes, align);
 }
+void* BlockExecutor::static_shared(const void* site, std::size_t bytes, std::size_t align) {
+  void* address = shared_.array(site, bytes, align);
+  if (checking_ != nullptr) {
+    // The site is the declaration's name (DEVCTX_SHARED): checking mode names the array by it.
+    const auto offset = std::size_t(static_cast<std::byte*>(address) - shared_.base());
+    checking_->add_shared_array(static_cast<const char*>(site), offset, bytes);
+  }
+  return address;
+}
+
 void* per_thread_storage(std::size_t bytes, std::size_t align) {
   return current_executor("devctx::Block::per_thread").per_thread_storage(bytes, align);
 }
@@ -88,10 +98,24 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   bs_.n = std::uint32_t(config.block_dim.volume());
   bs_.last = bs_.n - 1;
   shared_.enter_launch(task.launch_id, config.shared_bytes);
+  if (task.checked != nullptr) [[unlikely]] enter_checked_launch(task);
   tls.block_dim = config.block_dim;
   tls.grid_dim = config.grid_dim;
   tls.executor = this;
   tls.barrier_state = &bs_;
+}
+
+// Out of line: an unchecked launch's set-up stays as it was without checking mode.
+[[gnu::noinline, gnu::cold]] void BlockExecutor::enter_checked_launch(const BlockTask& task) {
+  const LaunchConfig& config = task.launch.config;
+  // Every arrival at a barrier goes to barrier_decide, which tells the checker: no thread index
+  // passes the assembly fast path's test against `last`.
+  bs_.last = 0;
+  if (!checker_) checker_ = std::make_unique<check::Checker>();
+  checker_->begin_launch(task.launch.name, config.grid_dim, config.block_dim, task.checked->spans, config.shared_bytes,
+                         task.checked->registry);
+  checking_ = checker_.get();
+  tls.checker = checking_;
 }
 
 // The coordinates come as three integers so that they travel in registers (a Dim3 in memory,
@@ -106,6 +130,7 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   tls.thread_idx = {0, 0, 0};
   per_thread_.next_block();
   shared_.next_block();
+  if (checking_ != nullptr) [[unlikely]] checking_->begin_block(block_idx_, shared_.base());
 }
 
 RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end,
@@ -141,6 +166,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
       } catch (...) {
         record_current_exception();
       }
+      if (checking_ != nullptr && !failed_) check_block_end();
     }
     result.block_level += b - begin;
   } else {
@@ -162,6 +188,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         set_fast(false);
         fiber_launch(&scheduler_sp_, stacks_.stack(0), &plain_entry, this);
       }
+      if (checking_ != nullptr && !failed_) check_block_end();
       (cooperative_ ? result.cooperative : result.plain) += 1;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
       parked = cooperative_ && synced && !failed_;
@@ -169,6 +196,8 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
   }
   tls.mode = Mode::none;
   tls.executor = nullptr;
+  tls.checker = nullptr;
+  checking_ = nullptr;
   tls.barrier_state = &no_block;
   if (failed_) result.failure = std::move(failure_);
   return result;
@@ -227,6 +256,11 @@ void BlockExecutor::record_current_exception() {
                                      ", thread ", to_string(tls.thread_idx), ": ");
     try {
       throw;
+    } catch (const check::Report& r) {
+      // A report about several threads names them itself.
+      failure_ = {r.code(), r.about_current_thread() ? where + r.what()
+                                                     : concat("kernel '", task_->launch.name, "' failed in block ",
+                                                              to_string(block_idx_), ": ", r.what())};
     } catch (const Error& e) {
       failure_ = {e.code(), where + e.what()};
     } catch (const std::exception& e) {
@@ -238,6 +272,44 @@ void BlockExecutor::record_current_exception() {
     // No memory left to describe the failure (this runs inside a fiber, where nothing may
     // escape): the code alone, which the queue's report spells out.
     failure_ = {Errc::out_of_memory, {}};
+  }
+}
+
+// ---- checking mode's hooks ----------------------------------------------------------------------
+// Reports found where no kernel code can throw them (a block's end, a barrier completed by a
+// thread's exit) become the block's failure directly; the block then aborts as after any failure.
+// These run on the scheduler's stack or in a fiber between kernel frames, where nothing may
+// escape: the checker's own allocations failing is an out_of_memory failure of the block.
+
+void BlockExecutor::record_check_exception() noexcept {
+  start_aborting();
+  if (failed_) return;
+  failed_ = true;
+  try {
+    try {
+      throw;
+    } catch (const Error& e) {  // a check::Report, or the checker's own failure
+      failure_ = {e.code(), concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_), ": ",
+                                   e.what())};
+    }
+  } catch (...) {
+    failure_ = {Errc::out_of_memory, {}};  // std::bad_alloc, or no memory for the message
+  }
+}
+
+void BlockExecutor::check_block_end() noexcept {
+  try {
+    checking_->block_end();
+  } catch (...) {
+    record_check_exception();
+  }
+}
+
+void BlockExecutor::check_interval_end_quietly() noexcept {
+  try {
+    checking_->barrier_complete();
+  } catch (...) {
+    record_check_exception();
   }
 }
 

@@ -25,14 +25,17 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>
 #include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/arenas.hpp"
+#include "backends/cpu/check/checker.hpp"
 #include "backends/cpu/fiber.hpp"
 #include "backends/cpu/stack_overflow.hpp"
 #include "backends/cpu/fiber_abi.hpp"
@@ -42,12 +45,22 @@ namespace devctx::detail::cpu {
 /// Thrown inside the fibers of a failed block to unwind their stacks.
 struct BlockAbort {};
 
+/// What a checked launch (docs/checking.md) adds to its task: its span arguments, and the
+/// device's record of written device memory.
+struct CheckedTask {
+  std::vector<LaunchSpan> spans;
+  const check::ShadowRegistry* registry = nullptr;
+};
+
 /// What one launch asks of the block executor: the launch as enqueued, its arguments and name
 /// owned by the operation that runs it (its fields for CUDA and buffer tracking are not read).
 struct BlockTask {
   KernelLaunch launch;
   /// Distinct for every launch: blocks of one launch share their shared-memory layout.
   std::uint64_t launch_id = 0;
+  /// Set for a checked launch: its blocks run in one range, through the checked runners, with
+  /// the executor's checker watching. One pointer, so that an unchecked launch pays one test.
+  const CheckedTask* checked = nullptr;
 };
 
 /// A failure inside a block: the error code and the full message.
@@ -104,22 +117,21 @@ class BlockExecutor {
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
 #if DEVCTX_FIBER_FAST_BARRIER
-  /// The C++ half of the assembly barrier() (see barrier_decide in cooperative.cpp).
-  inline void* barrier_decide(void* sp);
+  /// The C++ half of the assembly barrier() (see barrier_decide in cooperative.cpp); `site` is
+  /// where the kernel called it (checking mode compares them).
+  inline void* barrier_decide(void* sp, std::source_location site);
   /// The C++ half of the assembly devctx_fiber_park (see thread_loop in cooperative.cpp).
   [[nodiscard]] FiberSp park(void* sp);
 #else
   /// devctx::barrier() without the assembly fast path (see barrier_arrive in cooperative.cpp).
-  void arrive_at_barrier();
+  void arrive_at_barrier(std::source_location site);
   /// devctx_fiber_park without the assembly (see thread_loop in cooperative.cpp).
   void park_thread();
 #endif
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
-  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
-    return shared_.array(site, bytes, align);
-  }
+  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align);
   [[nodiscard]] void* per_thread_storage(std::size_t bytes, std::size_t align) {
     return per_thread_.allocate(bytes, align);
   }
@@ -128,10 +140,15 @@ class BlockExecutor {
   // block_executor.cpp: the range, the plain path, failures.
   [[nodiscard]] bool reserve_stacks(const BlockTask& task, RangeResult& result);
   void enter_launch(const BlockTask& task);
+  void enter_checked_launch(const BlockTask& task);
   void set_block(unsigned bx, unsigned by, unsigned bz);
   static void plain_entry(void* self);
   void record_current_exception();
   void start_aborting();
+  // Checking mode's hooks (checked launches only; block_executor.cpp).
+  void record_check_exception() noexcept;
+  void check_block_end() noexcept;
+  void check_interval_end_quietly() noexcept;
 
   // cooperative.cpp: the cooperative path.
   static void thread_loop(void* self);
@@ -142,7 +159,7 @@ class BlockExecutor {
   [[nodiscard]] std::uint32_t running_thread() const;
   [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
-  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me);
+  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me, std::source_location site);
   [[nodiscard]] FiberSp park_target(std::uint32_t me);
   [[nodiscard]] FiberSp next_target(std::uint32_t me);
   [[nodiscard]] FiberSp start_fiber(std::uint32_t j);
@@ -179,6 +196,9 @@ class BlockExecutor {
   PerThreadArena per_thread_;
 
   const BlockTask* task_ = nullptr;
+  /// The checker of the running launch when it is checked, else null (also in tls.checker).
+  check::Checker* checking_ = nullptr;
+  std::unique_ptr<check::Checker> checker_;  // made for the first checked launch
   Dim3 block_idx_;
   BlockFailure failure_;
   std::string* why_ = nullptr;  // the reason to fill in, until a block went cooperative

@@ -163,10 +163,10 @@ void BlockExecutor::go_cooperative(const char* cause) {
   }
 }
 
-// Counts the calling thread in at the current barrier and chooses where to go on: returns the
-// fiber to resume, with `me` set to the caller's thread, which now waits at the barrier; or
-// nullptr if the caller goes on (it was the last to arrive and released the others).
-[[gnu::always_inline]] inline FiberSp BlockExecutor::barrier_arrive(std::uint32_t& me) {
+// Counts the calling thread in at the current barrier, called from `site`, and chooses where to
+// go on: returns the fiber to resume, with `me` set to the caller's thread, which now waits at the
+// barrier; or nullptr if the caller goes on (it was the last to arrive and released the others).
+[[gnu::always_inline]] inline FiberSp BlockExecutor::barrier_arrive(std::uint32_t& me, std::source_location site) {
   if (!bs_.fast) [[unlikely]] {
     if (tls.mode == Mode::block_level)
       fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
@@ -174,7 +174,11 @@ void BlockExecutor::go_cooperative(const char* cause) {
     if (aborting_) throw BlockAbort{};
     go_cooperative("barrier()");
   }
+  // Checking mode sees every arrival (enter_launch turns the assembly's fast path off); its
+  // reports unwind the arriving thread like any exception from kernel code.
+  if (checking_ != nullptr) [[unlikely]] checking_->barrier_arrive(running_thread(), check::site_of(site));
   if (--bs_.remaining == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
+    if (checking_ != nullptr) [[unlikely]] checking_->barrier_complete();
     bs_.remaining = bs_.live;
     advance_gen(1);
     return nullptr;
@@ -202,36 +206,36 @@ void BlockExecutor::go_cooperative(const char* cause) {
 // The C++ half of the assembly barrier() (fiber_x86_64.cpp), for everything but its common case:
 // `sp` is the caller's suspended frame. Returns the frame to resume - `sp` itself if the caller
 // goes on.
-[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp) {
+[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp, std::source_location site) {
   std::uint32_t me = 0;
-  const FiberSp target = barrier_arrive(me);
+  const FiberSp target = barrier_arrive(me, site);
   if (target == nullptr) return sp;
   fibers()[me].sp = sp;
   return target;
 }
 
-extern "C" void* devctx_barrier_decide(void* sp) {
+extern "C" void* devctx_barrier_decide(void* sp, std::source_location site) {
   BlockExecutor* e = tls.executor;
   if (e == nullptr) not_in_kernel("devctx::barrier");
-  return e->barrier_decide(sp);
+  return e->barrier_decide(sp, site);
 }
 
 extern "C" [[noreturn]] void devctx_throw_block_abort() { throw BlockAbort{}; }
 #else
 // barrier() everywhere else: the same decision, then one switch. A fiber resumed while its block
 // aborts unwinds from here (on x86-64, fiber_arm_abort makes its frame throw instead).
-void BlockExecutor::arrive_at_barrier() {
+void BlockExecutor::arrive_at_barrier(std::source_location site) {
   std::uint32_t me = 0;
-  const FiberSp target = barrier_arrive(me);
+  const FiberSp target = barrier_arrive(me, site);
   if (target == nullptr) return;
   fiber_switch(&fibers()[me].sp, target);
   if (aborting_) [[unlikely]] throw BlockAbort{};
 }
 
-void barrier() {
+void barrier(std::source_location site) {
   BlockExecutor* const e = tls.executor;
   if (e == nullptr) not_in_kernel("devctx::barrier");
-  e->arrive_at_barrier();
+  e->arrive_at_barrier(site);
 }
 #endif
 
@@ -345,6 +349,7 @@ FiberSp BlockExecutor::leave_block(std::uint32_t me) {
   // Exited threads no longer count at barriers (as on CUDA): if every other live thread has
   // arrived, the barrier is complete.
   if (--bs_.remaining == 0 && bs_.live > 0) {
+    if (checking_ != nullptr && !aborting_) [[unlikely]] check_interval_end_quietly();
     bs_.remaining = bs_.live;
     advance_gen(1);
   }

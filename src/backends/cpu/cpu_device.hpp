@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/check/init_shadow.hpp"
 #include "core/backend.hpp"
 
 namespace devctx::detail::cpu {
@@ -71,6 +72,8 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
   [[nodiscard]] const std::shared_ptr<Pool>& pool_ptr() const noexcept { return pool_; }
   [[nodiscard]] std::size_t workers() const noexcept { return info_.multiprocessors; }
+  /// Which bytes of the device memory that checked contexts allocated have been written.
+  [[nodiscard]] check::ShadowRegistry& written() noexcept { return written_; }
 
   /// Runs one unclaimed part of an operation of `queue` on the calling (host) thread, which is
   /// waiting for that queue anyway: a synchronize() then does not wait for a worker to wake up.
@@ -87,6 +90,7 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
 
   std::shared_ptr<Pool> pool_;
   DeviceInfo info_;
+  check::ShadowRegistry written_;
   /// Every queue of the device, for synchronize_device (guarded by the pool lock).
   std::vector<std::weak_ptr<CpuQueue>> queues_;
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "backends/cpu/cpu_device.hpp"
 #include "core/errors.hpp"
@@ -143,12 +144,23 @@ void* CpuQueue::allocate(std::size_t bytes, MemKind kind) {
     fail(Errc::out_of_memory, kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer", " on ",
          device().label(), ": cannot allocate ", bytes_text(bytes), "; the machine has ",
          bytes_text(device().info().total_memory_bytes), " of memory");
+  if (checking() && kind == MemKind::device) {
+    // Checking mode tells a written element from one only read by its change of value, and
+    // reports reads of bytes nothing wrote (docs/checking.md).
+    std::memset(p, check::kPoisonByte, bytes);
+    try {
+      cpu().written().add(p, bytes);
+    } catch (...) {
+      std::free(p);
+      throw;
+    }
+  }
   return p;
 }
 
 void CpuQueue::free(void* data, std::size_t, MemKind) noexcept {
   try {
-    push(std::make_unique<FreeOp>(data));
+    push(std::make_unique<FreeOp>(data, cpu().written()));
   } catch (...) {
     // Out of memory while queueing the free: leaking is the only safe choice.
   }
@@ -159,7 +171,7 @@ void CpuQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_ki
   // Everything that can refuse the copy comes before it is queued: once queued, it runs, and
   // the wait below (which helps, or sleeps) throws nothing.
   if (waits) check_not_in_kernel(device(), "enqueue_copy with ordinary host memory");
-  const std::uint64_t seq = push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers()));
+  const std::uint64_t seq = push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers(), cpu().written()));
   if (waits) {
     std::unique_lock lock(cpu().pool().mutex);
     wait_until(lock, seq, false);
@@ -167,12 +179,12 @@ void CpuQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_ki
 }
 
 void CpuQueue::fill(void* dst, MemKind, std::size_t count, const void* value, std::size_t element_bytes) {
-  push(std::make_unique<FillOp>(dst, count, value, element_bytes, cpu().workers()));
+  push(std::make_unique<FillOp>(dst, count, value, element_bytes, cpu().workers(), cpu().written()));
 }
 
 void CpuQueue::launch(const KernelLaunch& launch) {
   push(std::make_unique<KernelOp>(launch, cpu().workers(), device().label(), cpu().pool().stack_bytes,
-                                  device().info().max_shared_bytes_per_block));
+                                  device().info().max_shared_bytes_per_block, cpu().written(), checking()));
 }
 
 void CpuQueue::synchronize() {

@@ -107,20 +107,23 @@ devctx_fiber_start:
 
 #if DEVCTX_FIBER_FAST_BARRIER
 asm(R"(
-# devctx::detail::cpu::barrier(), called by kernels. Saves the caller's registers, then either
+# devctx::detail::cpu::barrier(std::source_location site), called by kernels. `site` (one pointer,
+# in %rdi) is kept in %rsi for devctx_barrier_decide, which checking mode gives it to; the fast
+# path never reads it. Saves the caller's registers, then either
 # takes the common case itself - the caller runs on the stack of thread me = slot - 1 (not on
 # stack 0 or the last thread's), thread me + 1 was released by the previous barrier, and the
 # caller is not the last to arrive - or asks devctx_barrier_decide (C++, may throw: hence the
 # CFI), which handles everything. BarrierState::released is kNever whenever the common case must
-# not be taken, and outside cooperative blocks the state's `last` is 0, so no other check is
-# needed. Offsets: BarrierState, Fiber and ThreadState, all checked by static_asserts in
+# not be taken, and outside cooperative blocks (and in checked launches, whose every arrival the
+# checker must see) the state's `last` is 0, so no other check is needed. Offsets: BarrierState, Fiber and ThreadState, all checked by static_asserts in
 # fiber_abi.hpp. The fast path changes nothing before it has decided (the arrival count it takes
 # back).
-  .globl _ZN6devctx6detail3cpu7barrierEv
-  .type _ZN6devctx6detail3cpu7barrierEv, @function
-_ZN6devctx6detail3cpu7barrierEv:
+  .globl _ZN6devctx6detail3cpu7barrierESt15source_location
+  .type _ZN6devctx6detail3cpu7barrierESt15source_location, @function
+_ZN6devctx6detail3cpu7barrierESt15source_location:
   .cfi_startproc
   devctx_save_frame_cfi
+  movq %rdi, %rsi                  # site, the second argument of devctx_barrier_decide
   # tls's offset from %fs through a TLS descriptor, not initial-exec (@gottpoff): a shared
   # libdevctx must stay loadable by dlopen after other libraries used up the static TLS surplus.
   # Linked into a program, ld relaxes the pair to the initial-exec load; the call wants the stack
@@ -170,7 +173,7 @@ _ZN6devctx6detail3cpu7barrierEv:
   movq %rax, %rsp
   jmp .Lbarrier_resume
   .cfi_endproc
-  .size _ZN6devctx6detail3cpu7barrierEv, .-_ZN6devctx6detail3cpu7barrierEv
+  .size _ZN6devctx6detail3cpu7barrierESt15source_location, .-_ZN6devctx6detail3cpu7barrierESt15source_location
 
 # devctx_fiber_park(executor): the frame saved and resumed like barrier()'s, so a parked fiber
 # resumes right after its park call; devctx_park_decide (C++) chooses whom to resume.

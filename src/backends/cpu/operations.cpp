@@ -17,12 +17,28 @@ namespace {
 
 constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
 
+/// Marks written each element of `span` whose bytes differ from `before`.
+void mark_changed_elements(check::ShadowRegistry& registry, const LaunchSpan& span, const std::vector<std::byte>& before) {
+  const auto* now = static_cast<const std::byte*>(span.data);
+  const std::size_t e = span.element_bytes;
+  for (std::size_t i = 0; i < span.count;) {
+    if (std::memcmp(now + i * e, before.data() + i * e, e) == 0) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;  // a run of changed elements, marked at once
+    while (j < span.count && std::memcmp(now + j * e, before.data() + j * e, e) != 0) ++j;
+    registry.mark_written(now + i * e, (j - i) * e);
+    i = j;
+  }
+}
+
 }  // namespace
 
 // ---- KernelOp -----------------------------------------------------------------------------------
 
 KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, std::size_t stack_bytes,
-                   std::size_t shared_limit)
+                   std::size_t shared_limit, check::ShadowRegistry& registry, bool checked)
     : name_(launch.name),
       device_label_(std::move(label)),
       stack_bytes_(stack_bytes),
@@ -46,6 +62,25 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string 
   parts = std::size_t(std::min<std::uint64_t>(blocks_, workers * 16));
   per_part_ = (blocks_ + parts - 1) / parts;
   parts = std::size_t((blocks_ + per_part_ - 1) / per_part_);
+  if (checked) [[unlikely]] {
+    tracking_ = std::make_unique<Tracking>(registry);
+    std::vector<LaunchSpan>& spans = tracking_->checked.spans;
+    spans.resize(launch.param_count);
+    spans.resize(launch.cpu_spans(args_.get(), spans.data()));
+    tracking_->checked.registry = &registry;
+    task_.checked = &tracking_->checked;
+    task_.launch.cpu_run_block = launch.cpu_run_block_checked;
+    task_.launch.cpu_run_thread = launch.cpu_run_thread_checked;
+    parts = 1;
+    per_part_ = blocks_;
+  } else if (!registry.empty()) [[unlikely]] {
+    // Unchecked code may write checked memory: afterwards, all it could write counts as written.
+    tracking_ = std::make_unique<Tracking>(registry);
+    std::vector<LaunchSpan>& writable = tracking_->writable;
+    writable.resize(launch.param_count);
+    writable.resize(launch.cpu_spans(args_.get(), writable.data()));
+    std::erase_if(writable, [](const LaunchSpan& s) { return s.read_only; });
+  }
   trace_ = trace_enabled();
   if (trace_) trace_start_ = Clock::now();
 }
@@ -72,7 +107,9 @@ void KernelOp::run_part(std::size_t part) noexcept {
 void KernelOp::run_range(std::size_t part) {
   BlockExecutor::prepare_for_this_thread(stack_bytes_, shared_limit_);
   const std::uint64_t begin = part * per_part_, end = std::min(blocks_, begin + per_part_);
-  RangeResult result = BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
+  RangeResult result = task_.checked != nullptr
+                           ? run_checked_range(begin, end)
+                           : BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
   if (result.failure) record_failure(std::move(*result.failure));
   cooperative_blocks_ += result.cooperative;
   plain_blocks_ += result.plain + result.block_level;
@@ -81,6 +118,23 @@ void KernelOp::run_range(std::size_t part) {
     if (why_.empty()) why_ = std::move(result.why);
     why_known_ = true;
   }
+}
+
+[[gnu::noinline, gnu::cold]] RangeResult KernelOp::run_checked_range(std::uint64_t begin, std::uint64_t end) {
+  // A checked launch counts as written every element of its writable span arguments that it
+  // changed, however it wrote it (through a pointer, in a block that failed): the checker sees
+  // only accesses through span[i], and an unchanged element is one it cannot tell was written.
+  std::vector<std::vector<std::byte>> before;
+  for (const LaunchSpan& s : task_.checked->spans)
+    if (!s.read_only) {
+      const auto* data = static_cast<const std::byte*>(s.data);
+      before.emplace_back(data, data + s.count * s.element_bytes);
+    }
+  RangeResult result = BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
+  auto copy = before.begin();
+  for (const LaunchSpan& s : task_.checked->spans)
+    if (!s.read_only) mark_changed_elements(tracking_->registry, s, *copy++);
+  return result;
 }
 
 void KernelOp::record_failure(BlockFailure&& failure) noexcept {
@@ -117,6 +171,8 @@ void KernelOp::finish(std::list<QueuedFailure>& failures) noexcept {
       // The trace is best effort: no memory to format it.
     }
   }
+  if (tracking_ != nullptr) [[unlikely]]
+    for (const LaunchSpan& s : tracking_->writable) tracking_->registry.mark_written(s.data, s.count * s.element_bytes);
   if (!failed_) return;
   failure_slot_.front().seq = seq;
   failures.splice(failures.end(), failure_slot_);
@@ -138,19 +194,22 @@ void KernelOp::print_trace() const {
 
 // ---- copies and fills ---------------------------------------------------------------------------
 
-CopyOp::CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers)
-    : dst_(static_cast<std::byte*>(dst)), src_(static_cast<const std::byte*>(src)), bytes_(bytes) {
+CopyOp::CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers, check::ShadowRegistry& registry)
+    : registry_(registry), dst_(static_cast<std::byte*>(dst)), src_(static_cast<const std::byte*>(src)), bytes_(bytes) {
   parts = std::min<std::size_t>((bytes_ + kCopyChunk - 1) / kCopyChunk, workers * 4);
   chunk_ = (bytes_ + parts - 1) / parts;
 }
 
 void CopyOp::run_part(std::size_t part) noexcept {
   const std::size_t begin = part * chunk_, end = std::min(bytes_, begin + chunk_);
-  if (begin < end) std::memmove(dst_ + begin, src_ + begin, end - begin);
+  if (begin >= end) return;
+  std::memmove(dst_ + begin, src_ + begin, end - begin);
+  if (!registry_.empty()) [[unlikely]] registry_.mark_written(dst_ + begin, end - begin);
 }
 
-FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers)
-    : dst_(static_cast<std::byte*>(dst)), count_(count), element_bytes_(element_bytes) {
+FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
+               check::ShadowRegistry& registry)
+    : registry_(registry), dst_(static_cast<std::byte*>(dst)), count_(count), element_bytes_(element_bytes) {
   pattern_.resize(element_bytes);
   std::memcpy(pattern_.data(), value, element_bytes);
   uniform_ = std::all_of(pattern_.begin(), pattern_.end(), [&](std::byte b) { return b == pattern_[0]; });
@@ -176,6 +235,7 @@ void FillOp::run_part(std::size_t part) noexcept {
   } else {
     for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * element_bytes_, pattern_.data(), element_bytes_);
   }
+  if (!registry_.empty()) [[unlikely]] registry_.mark_written(out, n * element_bytes_);
 }
 
 // ---- operations without parts -------------------------------------------------------------------
@@ -184,6 +244,9 @@ void MarkerOp::finish(std::list<QueuedFailure>&) noexcept { event->when = Clock:
 
 void MarkerOp::enqueued() noexcept { event->seq = seq; }
 
-void FreeOp::finish(std::list<QueuedFailure>&) noexcept { std::free(data); }
+void FreeOp::finish(std::list<QueuedFailure>&) noexcept {
+  if (!registry.empty()) registry.remove(data);
+  std::free(data);
+}
 
 }  // namespace devctx::detail::cpu

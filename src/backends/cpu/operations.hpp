@@ -16,6 +16,7 @@
 #include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/block_executor.hpp"
+#include "backends/cpu/check/init_shadow.hpp"
 
 namespace devctx::detail::cpu {
 
@@ -73,11 +74,14 @@ struct [[gnu::visibility("hidden")]] Op {
   Op* next_active = nullptr;
 };
 
-/// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor.
+/// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor. A
+/// checked launch (docs/checking.md) is one range: its blocks run one after another.
 struct [[gnu::visibility("hidden")]] KernelOp final : Op {
+  /// `registry`: the device's record of written device memory, which a checked launch reads and
+  /// writes and an unchecked one keeps true (everything it may write counts as written).
   /// `stack_bytes` and `shared_limit` make each thread's executor (BlockExecutor).
   KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, std::size_t stack_bytes,
-           std::size_t shared_limit);
+           std::size_t shared_limit, check::ShadowRegistry& registry, bool checked);
   [[nodiscard]] bool can_run_here() noexcept override;
   void run_part(std::size_t part) noexcept override;
   void finish(std::list<QueuedFailure>& failures) noexcept override;
@@ -87,6 +91,8 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
     void operator()(std::byte* p) const noexcept { std::free(p); }
   };
   void run_range(std::size_t part);
+  /// A checked launch's range, which counts what it changed as written.
+  [[nodiscard]] RangeResult run_checked_range(std::uint64_t begin, std::uint64_t end);
   /// Records the first failure of the launch; later ones are dropped (their parts stop early).
   void record_failure(BlockFailure&& failure) noexcept;
   /// The exception that stopped a part before its blocks ran (no executor), as a failure.
@@ -112,14 +118,26 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::atomic<std::uint64_t> plain_blocks_{0};
   bool trace_ = false;  // DEVCTX_TRACE, read at enqueue
   Clock::time_point trace_start_;
+  /// Checking mode's part, allocated only when there is one (docs/checking.md): a checked
+  /// launch's task (task_.checked points to it), or the writable spans of an unchecked launch
+  /// on a device where checked contexts track written memory (all of them count as written).
+  struct Tracking {
+    explicit Tracking(check::ShadowRegistry& r) : registry(r) {}
+    check::ShadowRegistry& registry;
+    CheckedTask checked;
+    std::vector<LaunchSpan> writable;
+  };
+  std::unique_ptr<Tracking> tracking_;
 };
 
-/// A copy between any two kinds of memory, in chunks of up to 1 MiB.
+/// A copy between any two kinds of memory, in chunks of up to 1 MiB. What it writes of checked
+/// device memory counts as written (`registry`).
 struct [[gnu::visibility("hidden")]] CopyOp final : Op {
-  CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers);
+  CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers, check::ShadowRegistry& registry);
   void run_part(std::size_t part) noexcept override;
 
  private:
+  check::ShadowRegistry& registry_;
   std::byte* dst_;
   const std::byte* src_;
   std::size_t bytes_;
@@ -128,10 +146,12 @@ struct [[gnu::visibility("hidden")]] CopyOp final : Op {
 
 /// Fills `count` elements of `element_bytes` each with one pattern, in chunks of up to 1 MiB.
 struct [[gnu::visibility("hidden")]] FillOp final : Op {
-  FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers);
+  FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
+         check::ShadowRegistry& registry);
   void run_part(std::size_t part) noexcept override;
 
  private:
+  check::ShadowRegistry& registry_;
   std::byte* dst_;
   std::size_t count_;
   std::size_t element_bytes_;
@@ -149,11 +169,13 @@ struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
   std::shared_ptr<CpuEvent> event;
 };
 
-/// Frees an allocation once everything before it in the queue has finished.
+/// Frees an allocation once everything before it in the queue has finished (and forgets its
+/// record of written bytes, if it had one, before its memory can be reused).
 struct [[gnu::visibility("hidden")]] FreeOp final : Op {
-  explicit FreeOp(void* p) : data(p) {}
+  FreeOp(void* p, check::ShadowRegistry& r) : data(p), registry(r) {}
   void finish(std::list<QueuedFailure>& failures) noexcept override;
   void* data;
+  check::ShadowRegistry& registry;
 };
 
 /// Holds its queue back until `event` has been reached (CpuQueue::pump checks).

@@ -7,8 +7,10 @@
 #endif
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <source_location>
 #include <type_traits>
 
 #include <devctx/detail/cpu_state.hpp>
@@ -30,7 +32,9 @@ inline Idx3 global_idx() {
           std::uint64_t(s.block_idx.z) * s.block_dim.z + s.thread_idx.z};
 }
 
-inline void barrier() { detail::cpu::barrier(); }
+/// The call site travels with the call, as checking mode compares the barrier() calls that
+/// threads wait at (a pointer in a register: unchecked launches ignore it).
+inline void barrier(std::source_location site = std::source_location::current()) { detail::cpu::barrier(site); }
 
 template <class T>
 span<T> dynamic_shared() {
@@ -40,15 +44,24 @@ span<T> dynamic_shared() {
 }
 
 // Atomics: std::atomic_ref, relaxed order (as CUDA's atomic* functions), return the old value.
+namespace detail::cpu {
+/// Tells checking mode about an atomic, which it never counts in a race.
+inline void note_atomic(const void* address, std::size_t bytes) {
+  if (in_checked_launch()) [[unlikely]] checked_atomic(address, bytes);
+}
+}  // namespace detail::cpu
+
 template <class T>
 T atomic_add(T* address, T value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_add");
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_sub(T* address, T value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_sub");
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_sub(value, std::memory_order_relaxed);
 }
 
@@ -67,6 +80,7 @@ T atomic_update(T* address, Next next) {
 template <class T>
 T atomic_max(T* address, T value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_max");
+  detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
   T old = ref.load(std::memory_order_relaxed);
   while (old < value && !ref.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
@@ -77,6 +91,7 @@ T atomic_max(T* address, T value) {
 template <class T>
 T atomic_min(T* address, T value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_min");
+  detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
   T old = ref.load(std::memory_order_relaxed);
   while (value < old && !ref.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
@@ -87,42 +102,49 @@ T atomic_min(T* address, T value) {
 template <class T>
 T atomic_and(T* address, T value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_and");
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_and(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_or(T* address, T value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_or");
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_or(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_xor(T* address, T value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_xor");
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_xor(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_inc(T* address, T limit) {
   DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_inc");
+  detail::cpu::note_atomic(address, sizeof(T));
   return detail::cpu::atomic_update(address, [limit](T old) { return old >= limit ? T{0} : T(old + 1); });
 }
 
 template <class T>
 T atomic_dec(T* address, T limit) {
   DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_dec");
+  detail::cpu::note_atomic(address, sizeof(T));
   return detail::cpu::atomic_update(address, [limit](T old) { return old == 0 || old > limit ? limit : T(old - 1); });
 }
 
 template <class T>
 T atomic_exchange(T* address, T value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_exchange");
+  detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).exchange(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_cas(T* address, T expected, T desired) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_cas");
+  detail::cpu::note_atomic(address, sizeof(T));
   // Compares the bytes (value representations), as the GPU compares bit patterns.
   std::atomic_ref<T>(*address).compare_exchange_strong(expected, desired, std::memory_order_relaxed);
   return expected;
@@ -270,7 +292,64 @@ inline void syncwarp() {
 
 }  // namespace devctx
 
-#define DEVCTX_SHARED(T, name, count)                                                             \
-  static constexpr char devctx_shared_site_##name = 0;                                            \
-  T(&name)[count] = *static_cast<T(*)[count]>(                                                    \
-      ::devctx::detail::cpu::shared_array(&devctx_shared_site_##name, sizeof(T) * (count), alignof(T)))
+namespace devctx::detail::cpu {
+
+template <class T, std::size_t N>
+class SharedArray;
+template <class T>
+struct SharedElement {
+  using type = T;
+};
+template <class T, std::size_t M>
+struct SharedElement<T[M]> {
+  using type = SharedArray<T, M>;
+};
+
+/// What DEVCTX_SHARED(T, name, N) names on the CPU: N elements of T laid out exactly as T[N]
+/// (each row of a two-dimensional array is itself a SharedArray), used as the array is:
+/// name[i], &name[i], name[y][x], name + i, name where a T* or a T(&)[N] is expected,
+/// sizeof(name), range-for. It cannot be copied: `auto p = name;` does not compile (write
+/// `T* p = name;`), where it would otherwise copy the array out of shared memory.
+///
+/// In a checked launch name[i] goes through checking mode (docs/checking.md); otherwise it costs
+/// a test that the compiler moves out of the kernel's loops.
+template <class T, std::size_t N>
+class SharedArray {
+ public:
+  using element_type = typename SharedElement<T>::type;
+  using array_type = T[N];
+
+  SharedArray() = delete;  // never constructed: it names memory of the executor's arena
+  SharedArray(const SharedArray&) = delete;
+  SharedArray& operator=(const SharedArray&) = delete;
+
+  element_type& operator[](std::size_t i) {
+    if (in_checked_launch()) [[unlikely]] {
+      if constexpr (std::is_array_v<T>)
+        return *static_cast<element_type*>(checked_shared_row(elements_, i, N, sizeof(element_type)));
+      else
+        return *static_cast<element_type*>(checked_shared_element(elements_, i, N, sizeof(element_type)));
+    }
+    return elements_[i];
+  }
+  const element_type& operator[](std::size_t i) const { return const_cast<SharedArray&>(*this)[i]; }
+  operator array_type&() noexcept { return reinterpret_cast<array_type&>(elements_); }  // NOLINT
+  operator const array_type&() const noexcept { return reinterpret_cast<const array_type&>(elements_); }  // NOLINT
+  [[nodiscard]] element_type* begin() noexcept { return elements_; }
+  [[nodiscard]] element_type* end() noexcept { return elements_ + N; }
+  [[nodiscard]] const element_type* begin() const noexcept { return elements_; }
+  [[nodiscard]] const element_type* end() const noexcept { return elements_ + N; }
+  [[nodiscard]] static constexpr std::size_t size() noexcept { return N; }
+
+ private:
+  element_type elements_[N];
+};
+
+}  // namespace devctx::detail::cpu
+
+// The declaration's name, as a string, is also its site: the key under which the executor lays
+// the array out, and what checking mode calls it.
+#define DEVCTX_SHARED(T, name, count)                                                                     \
+  static constexpr char devctx_shared_site_##name[] = #name;                                              \
+  ::devctx::detail::cpu::SharedArray<T, (count)>& name = *static_cast<::devctx::detail::cpu::SharedArray<T, (count)>*>( \
+      ::devctx::detail::cpu::shared_array(devctx_shared_site_##name, sizeof(T) * (count), alignof(T)))

@@ -44,16 +44,16 @@ Endpoint<T> endpoint(const DeviceView<T>& v) {
 template <class T>
 Endpoint<T> endpoint(HostBuffer<T>& b) {
   const auto s = b.as_slice();
-  return {{s.data(), s.size(), MemKind::host_pinned, s.allocation(), "HostBuffer"}};
+  return {{HostRaw::data(s), s.size(), MemKind::host_pinned, s.allocation(), "HostBuffer"}};
 }
 template <class T>
 Endpoint<const T> endpoint(const HostBuffer<T>& b) {
   const auto s = b.as_slice();
-  return {{const_cast<T*>(s.data()), s.size(), MemKind::host_pinned, s.allocation(), "HostBuffer"}};
+  return {{const_cast<T*>(HostRaw::data(s)), s.size(), MemKind::host_pinned, s.allocation(), "HostBuffer"}};
 }
 template <class T>
 Endpoint<T> endpoint(const HostSlice<T>& s) {
-  return {{const_cast<std::remove_const_t<T>*>(s.data()), s.size(), MemKind::host_pinned, s.allocation(),
+  return {{const_cast<std::remove_const_t<T>*>(HostRaw::data(s)), s.size(), MemKind::host_pinned, s.allocation(),
            "HostBuffer slice"}};
 }
 // A non-const HostSlice would otherwise bind to the range overload below (HostSlice is a

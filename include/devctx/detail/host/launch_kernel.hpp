@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <devctx/block.hpp>
@@ -48,11 +49,22 @@ inline __attribute__((always_inline)) void call_block_kernel(const Pack& pack, s
   K(Block{}, pack_get<I>(pack)...);
 }
 
+/// What a runner promises the compiler about checking mode: an unchecked runner only ever runs
+/// unchecked launches, and a checked one checked launches (the executor picks). With the kernel
+/// inlined into the runner (flatten), every accessor's test of in_checked_launch() folds to this
+/// value, so the code of an unchecked launch has no checks at all and compiles as if checking mode
+/// did not exist (docs/checking.md, "Cost").
+template <bool Checked>
+inline __attribute__((always_inline)) void promise_checking() {
+  if (cpu::in_checked_launch() != Checked) __builtin_unreachable();
+}
+
 /// Runs every thread of the current block as a plain loop. If a thread reaches a barrier or a
 /// warp operation, the executor lowers `x_end` (so this loop stops after that thread) and runs
 /// the rest of the block cooperatively.
-template <auto K, class... P>
-void cpu_run_block(const void* packed) {
+template <auto K, bool Checked, class... P>
+__attribute__((flatten)) void cpu_run_block(const void* packed) {
+  promise_checking<Checked>();
   const ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
   cpu::ThreadState& st = cpu::tls;
   const Dim3 dim = st.block_dim;
@@ -64,6 +76,7 @@ void cpu_run_block(const void* packed) {
       for (unsigned x = 0; x < st.x_end; ++x) {
         st.thread_idx.x = x;
         call_kernel<K>(pack, std::index_sequence_for<P...>{});
+        if constexpr (Checked) cpu::checked_thread_end();
         st.thread_idx.x = x;
       }
       if (st.mode != cpu::Mode::plain) return;
@@ -72,17 +85,53 @@ void cpu_run_block(const void* packed) {
 }
 
 /// Runs the current thread only (cooperative execution: one fiber per thread).
-template <auto K, class... P>
-void cpu_run_thread(const void* packed) {
+template <auto K, bool Checked, class... P>
+__attribute__((flatten)) void cpu_run_thread(const void* packed) {
+  promise_checking<Checked>();
   call_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
+  if constexpr (Checked) cpu::checked_thread_end();
 }
 
 /// Runs a block-level kernel once for the current block.
-template <auto K, class... P>
-void cpu_run_block_level(const void* packed) {
+template <auto K, bool Checked, class... P>
+__attribute__((flatten)) void cpu_run_block_level(const void* packed) {
+  promise_checking<Checked>();
   call_block_kernel<K>(*static_cast<const ArgPack<P...>*>(packed), std::index_sequence_for<P...>{});
 }
 
+/// A type as written ("devctx::span<const float>"), read from the compiler's description of this
+/// function's template argument, as kernel_name does.
+template <class T>
+constexpr std::string_view type_name() {
+  std::string_view text = __PRETTY_FUNCTION__;
+  std::size_t begin = text.find("T = ");
+  if (begin == std::string_view::npos) return "a devctx::span";
+  begin += 4;
+  std::size_t end = text.find_first_of(";]", begin);
+  if (end == std::string_view::npos) end = text.size();
+  return text.substr(begin, end - begin);
+}
+
+/// KernelLaunch::cpu_spans for one parameter list.
+template <class... P, std::size_t... I>
+std::size_t cpu_spans(const void* packed, LaunchSpan* out, std::index_sequence<I...>) {
+  const auto& pack = *static_cast<const ArgPack<P...>*>(packed);
+  std::size_t n = 0;
+  [[maybe_unused]] auto one = [&](const auto& param, unsigned argument) {
+    using Param = std::remove_cvref_t<decltype(param)>;
+    if constexpr (is_devctx_span<Param>::value) {
+      using T = typename Param::element_type;
+      static constexpr std::string_view type = type_name<Param>();
+      out[n++] = {param.data(), param.size(), sizeof(T), argument, type, std::is_const_v<T>};
+    }
+  };
+  (one(pack_get<I>(pack), unsigned(I + 1)), ...);
+  return n;
+}
+template <class... P>
+std::size_t cpu_spans_of(const void* packed, LaunchSpan* out) {
+  return cpu_spans<P...>(packed, out, std::index_sequence_for<P...>{});
+}
 }  // namespace devctx::detail
 
 #if defined(__CUDACC__)
@@ -121,11 +170,16 @@ struct Launcher {
     l.args_size = sizeof(pack);
     l.args_align = alignof(ArgPack<P...>);
     if constexpr (Sig::block_level) {
-      l.cpu_run_block = &cpu_run_block_level<K, P...>;
+      l.cpu_run_block = &cpu_run_block_level<K, false, P...>;
+      l.cpu_run_block_checked = &cpu_run_block_level<K, true, P...>;
     } else {
-      l.cpu_run_block = &cpu_run_block<K, P...>;
-      l.cpu_run_thread = &cpu_run_thread<K, P...>;
+      l.cpu_run_block = &cpu_run_block<K, false, P...>;
+      l.cpu_run_thread = &cpu_run_thread<K, false, P...>;
+      l.cpu_run_block_checked = &cpu_run_block<K, true, P...>;
+      l.cpu_run_thread_checked = &cpu_run_thread<K, true, P...>;
     }
+    l.cpu_spans = &cpu_spans_of<P...>;
+    l.param_count = sizeof...(P);
 #if defined(__CUDACC__)
     void* cuda_args[sizeof...(P) + 1] = {static_cast<void*>(&pack_get<I>(pack))..., nullptr};
     if constexpr (Sig::block_level) l.cuda_function = reinterpret_cast<const void*>(&::devctx_kernel_entry::cuda_block_entry<K, P...>);

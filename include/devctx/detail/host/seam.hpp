@@ -12,7 +12,9 @@
 #error "<devctx/detail/host/seam.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
 #endif
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -55,6 +57,16 @@ struct MemRef {
   const char* what = "";                  ///< "DeviceBuffer", "HostBuffer slice", "std::span", ...
 };
 
+/// One devctx::span parameter of a launch, as checking mode names it (docs/checking.md).
+struct LaunchSpan {
+  const void* data = nullptr;
+  std::size_t count = 0;
+  std::size_t element_bytes = 1;
+  unsigned argument = 0;   ///< 1-based position among the kernel's parameters
+  std::string_view type;   ///< "devctx::span<const float>"
+  bool read_only = false;  ///< span<const T>
+};
+
 /// Everything a backend needs to launch one kernel. Built by detail::launch_kernel.
 struct KernelLaunch {
   std::string_view name;
@@ -66,6 +78,13 @@ struct KernelLaunch {
   // CPU backend entry points, instantiated per kernel and argument list.
   void (*cpu_run_block)(const void* args) = nullptr;   ///< all threads of the current block
   void (*cpu_run_thread)(const void* args) = nullptr;  ///< the current thread only
+  // The same for a checked launch (docs/checking.md), whose accessors reach checking mode.
+  void (*cpu_run_block_checked)(const void* args) = nullptr;
+  void (*cpu_run_thread_checked)(const void* args) = nullptr;
+  /// Checking mode: writes the launch's span parameters, as found in `args`, to `out` (room for
+  /// one per parameter) and returns how many there are.
+  std::size_t (*cpu_spans)(const void* args, LaunchSpan* out) = nullptr;
+  std::size_t param_count = 0;
   // CUDA backend: the trampoline's host stub, and pointers to each packed argument.
   const void* cuda_function = nullptr;            ///< null when not compiled by nvcc
   void* const* cuda_args = nullptr;
@@ -119,6 +138,18 @@ void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
 [[nodiscard]] QueueImpl& allocation_home_queue(const Allocation& allocation) noexcept;
 /// The device whose memory the record describes.
 [[nodiscard]] const DeviceInfo& allocation_device_info(const Allocation& allocation);
+
+/// Checking mode's gate on a HostBuffer made by a checked context (docs/checking.md): `pending`
+/// is non-zero while a copy into or out of the buffer, or a fill of it, may not have been waited
+/// for. The buffer's accessors test it inline (src/core/host_access.hpp keeps it).
+struct HostAccessGate {
+  std::atomic<std::uint32_t> pending{0};
+};
+/// The allocation's gate, or null when it has none (every buffer of an unchecked context).
+[[nodiscard]] HostAccessGate* allocation_host_gate(const Allocation& allocation) noexcept;
+/// The host is about to touch the buffer through `access` ("HostBuffer::operator[]"): throws
+/// Error(check_failed) unless it has waited for all the work pending on it.
+void host_access_check(HostAccessGate& gate, const char* access);
 
 // ---- misuse found in a header -------------------------------------------------------------------------
 

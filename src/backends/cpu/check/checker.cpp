@@ -1,0 +1,222 @@
+#include "backends/cpu/check/checker.hpp"
+
+#include "core/errors.hpp"
+
+namespace devctx::detail::cpu::check {
+
+namespace {
+/// Every checking-mode message ends with this, so that a report is recognisable as one.
+constexpr std::string_view kSuffix = " (devctx checking mode)";
+Dim3 coords(std::uint64_t linear, const Dim3& dims) {
+  return {unsigned(linear % dims.x), unsigned(linear / dims.x % dims.y),
+          unsigned(linear / (std::uint64_t(dims.x) * dims.y))};
+}
+}  // namespace
+
+Report::Report(std::string message, bool about_current_thread)
+    : Error(kCode, std::move(message)), about_current_thread_(about_current_thread) {}
+
+BarrierSite site_of(const std::source_location& site) noexcept {
+  std::string_view file = site.file_name();
+  if (const auto slash = file.find_last_of('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  return {file, site.line(), site.column()};
+}
+
+void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,
+                           std::size_t dynamic_shared_bytes, const ShadowRegistry* registry) {
+  registry_ = registry;
+  kernel_ = kernel;
+  grid_ = grid;
+  block_ = block;
+  regions_.clear();
+  log_.begin_launch();
+  for (const SpanArgument& a : arguments) {
+    Region r;
+    r.begin = static_cast<const std::byte*>(a.data);
+    r.bytes = a.count * a.element_bytes;
+    r.kind = RegionKind::argument;
+    r.argument = a.argument;
+    r.type = a.type;
+    r.element_bytes = a.element_bytes;
+    if (registry_ != nullptr && r.bytes > 0) {
+      ShadowRegistry::Hit hit = registry_->find(a.data);
+      r.init = std::move(hit.shadow);
+      r.init_offset = hit.offset;
+    }
+    regions_.add(std::move(r));
+  }
+  if (dynamic_shared_bytes > 0) {
+    Region r;
+    r.kind = RegionKind::dynamic_shared;
+    r.bytes = dynamic_shared_bytes;
+    r.shared_offset = 0;
+    regions_.add(std::move(r));
+  }
+}
+
+void Checker::add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes) {
+  if (regions_.find_shared(name, offset) != nullptr) return;
+  Region r;
+  r.kind = RegionKind::shared_array;
+  r.name = name;
+  r.bytes = bytes;
+  r.shared_offset = offset;
+  regions_.add(std::move(r));
+}
+
+void Checker::begin_block(Dim3 index, const std::byte* shared_base) {
+  block_idx_ = index;
+  block_linear_ = index.x + std::uint64_t(grid_.x) * (index.y + std::uint64_t(grid_.y) * index.z);
+  regions_.set_shared_base(shared_base);
+  log_.begin_block(block_linear_);
+  barriers_.begin_block(std::uint32_t(block_.volume()));
+}
+
+Region* Checker::region_of(const void* address) {
+  if (Region* r = regions_.find(address); r != nullptr) return r;
+  // Device memory that no argument covers (an atomic through a pointer computed in the kernel):
+  // name it by its allocation, when it is one the checked context made.
+  if (registry_ == nullptr) return nullptr;
+  ShadowRegistry::Hit hit = registry_->find(address);
+  if (!hit.shadow) return nullptr;
+  Region r;
+  r.begin = hit.base;
+  r.bytes = hit.shadow->bytes();
+  r.kind = RegionKind::device_memory;
+  r.init = std::move(hit.shadow);
+  return &regions_.add(std::move(r));
+}
+
+void* Checker::span_element(std::uint32_t rank, const void* data, std::size_t index, std::size_t count,
+                            std::size_t element_bytes, bool read_only) {
+  Region* r = region_of(data);
+  if (index >= count) {
+    std::string what;
+    if (r != nullptr && static_cast<const std::byte*>(data) == r->begin && count * element_bytes == r->bytes) {
+      what = concat(describe(*r), ", which has ", count, " elements");
+    } else {
+      // A subspan (or a span the kernel built): name the span, and where it lies.
+      what = concat("a span of ", count, " elements");
+      if (r != nullptr)
+        what += concat(" starting at ", element_of(*r, data, element_bytes));
+      else
+        what += concat(" at ", data);
+    }
+    throw Report(concat("out-of-bounds access: index ", index, " of ", what,
+                        "; guard the access with `if (i < s.size())`", kSuffix),
+                 true);
+  }
+  auto* element = const_cast<std::byte*>(static_cast<const std::byte*>(data)) + index * element_bytes;
+  if (r != nullptr)
+    if (auto found = log_.touch(rank, *r, element, element_bytes, read_only)) report(*found);
+  return element;
+}
+
+void* Checker::shared_element(std::uint32_t rank, const void* array, std::size_t index, std::size_t count,
+                              std::size_t element_bytes) {
+  Region* r = region_of(array);
+  if (index >= count) {
+    std::string what = "a shared array";
+    if (r != nullptr) {
+      const std::size_t offset = std::size_t(static_cast<const std::byte*>(array) - r->begin);
+      what = r->row_bytes > 0 && offset % r->row_bytes == 0 && count * element_bytes == r->row_bytes
+                 ? concat("row ", offset / r->row_bytes, " of ", describe(*r))
+                 : describe(*r);
+    }
+    throw Report(concat("out-of-bounds access: index ", index, " of ", what, ", which has ", count, " elements",
+                        kSuffix),
+                 true);
+  }
+  auto* element = const_cast<std::byte*>(static_cast<const std::byte*>(array)) + index * element_bytes;
+  if (r != nullptr)
+    if (auto found = log_.touch(rank, *r, element, element_bytes, false)) report(*found);
+  return element;
+}
+
+void* Checker::shared_row(const void* array, std::size_t index, std::size_t count, std::size_t row_bytes) {
+  Region* r = region_of(array);
+  if (r != nullptr && static_cast<const std::byte*>(array) == r->begin) r->row_bytes = row_bytes;
+  if (index >= count)
+    throw Report(concat("out-of-bounds access: row ", index, " of ",
+                        r != nullptr ? describe(*r) : std::string("a shared array"), ", which has ", count, " rows",
+                        kSuffix),
+                 true);
+  return const_cast<std::byte*>(static_cast<const std::byte*>(array)) + index * row_bytes;
+}
+
+void Checker::atomic(std::uint32_t rank, const void* address, std::size_t bytes) {
+  Region* r = region_of(address);
+  if (r == nullptr) return;
+  if (auto found = log_.atomic(rank, *r, address, bytes)) report(*found);
+}
+
+void Checker::barrier_arrive(std::uint32_t rank, const BarrierSite& site) {
+  if (auto d = barriers_.arrive(rank, site)) throw Report(divergence_text(*d), false);
+}
+
+void Checker::barrier_complete() {
+  if (auto found = log_.end_interval()) report(*found);
+  barriers_.complete();
+}
+
+std::optional<std::string> Checker::thread_exit(std::uint32_t rank) {
+  if (auto d = barriers_.exit(rank)) return divergence_text(*d);
+  return std::nullopt;
+}
+
+void Checker::block_end() {
+  if (auto found = log_.end_interval()) report(*found);
+}
+
+std::string Checker::thread_text(std::uint32_t rank) const { return concat("thread ", to_string(coords(rank, block_))); }
+
+std::string Checker::thread_text(const ThreadRef& t) const {
+  return concat("thread ", to_string(coords(t.rank, block_)), " of block ", to_string(coords(t.block, grid_)));
+}
+
+std::string Checker::interval_text(std::uint32_t interval) const {
+  if (interval == 0) return "before the block's first barrier";
+  std::string text = concat("after the block's barrier #", interval);
+  if (interval == barriers_.completed() && !barriers_.last_site().file.empty())
+    text += concat(" (the barrier() at ", describe(barriers_.last_site()), ')');
+  return text;
+}
+
+void Checker::report(const Finding& f) const {
+  const std::string element = element_of(*f.region, f.address, f.bytes);
+  if (f.kind == Finding::Kind::uninitialised_read) {
+    throw Report(concat("read of uninitialised device memory: ", thread_text(f.first.rank), " read ", element,
+                        ", which nothing wrote since the buffer was created (no copy, memset or kernel)", kSuffix),
+                 false);
+  }
+  const bool shared = f.region->shared();
+  if (f.first.block == f.second.block) {
+    throw Report(concat(shared ? "shared-memory race: " : "global-memory race: ", thread_text(f.first.rank), " wrote ",
+                        element, " and ", thread_text(f.second.rank), f.second_wrote ? " wrote it too" : " accessed it",
+                        " with no barrier() between the two (both ", interval_text(f.interval),
+                        "); separate them with devctx::barrier()", kSuffix),
+                 false);
+  }
+  throw Report(concat("global-memory race between blocks: ", thread_text(f.first),
+                      f.first_wrote ? " wrote " : " accessed ", element, " and ", thread_text(f.second),
+                      f.second_wrote ? (f.first_wrote ? " wrote it too" : " wrote it") : " accessed it",
+                      "; the blocks of a launch run in no fixed order and cannot wait for each other: use atomics, "
+                      "or split the work into two launches",
+                      kSuffix),
+               false);
+}
+
+std::string Checker::divergence_text(const Divergence& d) const {
+  if (d.kind == Divergence::Kind::exited)
+    return concat("barrier divergence: ", thread_text(d.other), " returned after passing ", d.other_passed,
+                  d.other_passed == 1 ? " barrier" : " barriers", " while ", thread_text(d.waiting),
+                  " waits at the block's barrier #", d.barrier, " (the barrier() at ", describe(d.waiting_site),
+                  "); a thread that took part in a barrier must reach every later barrier of its block (returning "
+                  "before the first barrier is allowed)",
+                  kSuffix);
+  return concat("barrier divergence: ", thread_text(d.waiting), " waits at the barrier() at ", describe(d.waiting_site),
+                " and ", thread_text(d.other), " at the one at ", describe(d.other_site), " (the block's barrier #",
+                d.barrier, "); every thread of a block must reach the same barrier() call", kSuffix);
+}
+
+}  // namespace devctx::detail::cpu::check

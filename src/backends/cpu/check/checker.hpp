@@ -1,0 +1,112 @@
+// src/backends/cpu/check/checker.hpp - checking mode for one executor: what a checked launch's
+// kernel code and the block executor tell it, and the messages of what it finds.
+//
+// A checked launch runs its blocks one after another on one executor, and the executor runs a
+// block's threads one at a time, switching only at barriers and warp operations. The checker
+// sees every element access through a checked span or shared array (span[i], tile[i]), every
+// atomic, every barrier arrival and every thread's return; its parts decide:
+//   regions.hpp        which argument, shared array or allocation an address belongs to
+//   access_log.hpp     races and reads of unwritten memory
+//   barrier_check.hpp  barrier divergence
+// Out-of-bounds indices are found here, before the element is touched.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <source_location>
+
+#include <devctx/error.hpp>
+#include <devctx/launch.hpp>
+#include <devctx/detail/host/seam.hpp>
+
+#include "backends/cpu/check/access_log.hpp"
+#include "backends/cpu/check/barrier_check.hpp"
+#include "backends/cpu/check/init_shadow.hpp"
+#include "backends/cpu/check/regions.hpp"
+
+namespace devctx::detail::cpu::check {
+
+/// What checking mode found, thrown inside a checked block. The executor reports it as the
+/// block's failure: "kernel 'k' failed in block B[, thread T]: <what()>", naming the running
+/// thread only when the finding is about it alone.
+class Report : public Error {
+ public:
+  /// The code of every checking-mode report.
+  static constexpr Errc kCode = Errc::check_failed;
+
+  Report(std::string message, bool about_current_thread);
+  [[nodiscard]] bool about_current_thread() const noexcept { return about_current_thread_; }
+
+ private:
+  bool about_current_thread_;
+};
+
+/// One devctx::span argument of a checked launch.
+using SpanArgument = LaunchSpan;
+
+/// Where `site` is, as messages write it: the file's name without its directories.
+[[nodiscard]] BarrierSite site_of(const std::source_location& site) noexcept;
+
+class Checker {
+ public:
+  // ---- set up by the executor --------------------------------------------------------------
+  /// A launch starts. `registry` holds the written-bytes records of the device's checked
+  /// allocations (null: no read is reported as uninitialised).
+  void begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,
+                    std::size_t dynamic_shared_bytes, const ShadowRegistry* registry);
+  /// A DEVCTX_SHARED array laid out at `offset` in the block's shared memory (again: ignored).
+  void add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes);
+  /// Block `index` starts; its shared memory begins at `shared_base`.
+  void begin_block(Dim3 index, const std::byte* shared_base);
+
+  // ---- kernel code (rank: the running thread's rank in its block) ------------------------
+  /// &data[index] for a checked span of `count` elements; throws a Report when out of bounds.
+  void* span_element(std::uint32_t rank, const void* data, std::size_t index, std::size_t count,
+                     std::size_t element_bytes, bool read_only);
+  /// &array[index] for a checked shared array (or a row of one) of `count` elements.
+  void* shared_element(std::uint32_t rank, const void* array, std::size_t index, std::size_t count,
+                       std::size_t element_bytes);
+  /// The address of row `index` of a two-dimensional shared array (bounds only: the row's own
+  /// elements are checked when they are accessed).
+  void* shared_row(const void* array, std::size_t index, std::size_t count, std::size_t row_bytes);
+  /// The running thread is about to update `bytes` bytes at `address` atomically.
+  void atomic(std::uint32_t rank, const void* address, std::size_t bytes);
+
+  // ---- the executor -----------------------------------------------------------------------
+  /// Thread `rank` arrives at the barrier() at `site`; throws a Report on divergence.
+  void barrier_arrive(std::uint32_t rank, const BarrierSite& site);
+  /// The barrier is passed (or a block-level phase ended); throws a Report for what the
+  /// interval that ends here did wrong.
+  void barrier_complete();
+  /// Thread `rank` returned; the divergence message when that strands threads at a barrier.
+  [[nodiscard]] std::optional<std::string> thread_exit(std::uint32_t rank);
+  /// Every thread of the block returned; throws a Report for the last interval.
+  void block_end();
+
+  [[nodiscard]] Dim3 block_dim() const noexcept { return block_; }
+
+ private:
+  [[nodiscard]] Region* region_of(const void* address);
+  [[noreturn]] void report(const Finding& finding) const;
+  [[nodiscard]] std::string divergence_text(const Divergence& d) const;
+  [[nodiscard]] std::string thread_text(std::uint32_t rank) const;
+  [[nodiscard]] std::string thread_text(const ThreadRef& t) const;
+  [[nodiscard]] std::string interval_text(std::uint32_t interval) const;
+
+  const ShadowRegistry* registry_ = nullptr;
+  std::string_view kernel_;
+  Dim3 grid_;
+  Dim3 block_;
+  Dim3 block_idx_;
+  std::uint64_t block_linear_ = 0;
+  RegionTable regions_;
+  AccessLog log_;
+  BarrierCheck barriers_;
+};
+
+}  // namespace devctx::detail::cpu::check

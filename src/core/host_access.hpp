@@ -1,0 +1,124 @@
+// src/core/host_access.hpp - checking mode's host-side rule: the host may touch a HostBuffer only
+// once it has waited for every copy or fill enqueued on it. Completion is not enough: a copy that
+// happens to have finished when the host reads the buffer is still a bug (the same program reads
+// garbage on a busier machine), so what counts is what the host *waited for*.
+//
+// Each queue of a checked context numbers the operations that matter here (copies, fills, event
+// records and waits) with tickets; a HostBuffer's guard keeps the tickets of the work pending on
+// it, and the waits of the host (synchronize, event synchronize, a successful query, a copy with
+// pageable memory, which returns once done) mark tickets observed, through cross-stream waits too.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <devctx/launch.hpp>
+#include <devctx/detail/host/seam.hpp>
+
+namespace devctx::detail {
+
+class DeviceImpl;
+class EventImpl;
+class QueueImpl;
+
+/// What the host has waited for on one queue.
+class QueueWatch {
+ public:
+  explicit QueueWatch(std::string label) : label_(std::move(label)) {}
+
+  /// Numbers an operation as it is enqueued.
+  [[nodiscard]] std::uint64_t next_ticket();
+  /// The last ticket given out: everything enqueued so far.
+  [[nodiscard]] std::uint64_t issued() const;
+  /// The host has waited for every operation up to `ticket`, and so for whatever they waited for.
+  void observe(std::uint64_t ticket);
+  [[nodiscard]] bool observed(std::uint64_t ticket) const;
+  /// Room for one note_wait() more: taken before the wait is queued, so that note_wait() cannot
+  /// fail once it is (a failing enqueue queues nothing); unreserve_wait() when it was refused.
+  void reserve_wait();
+  void unreserve_wait() noexcept;
+  /// Operation `ticket` of this queue waits for `event_ticket` of `other` (enqueue_wait_for),
+  /// after a reserve_wait().
+  void note_wait(std::uint64_t ticket, std::shared_ptr<QueueWatch> other, std::uint64_t event_ticket) noexcept;
+  /// "cpu:0 (CPU ...)": how messages name the queue's device.
+  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+
+ private:
+  struct Wait {
+    std::uint64_t ticket;
+    std::shared_ptr<QueueWatch> other;
+    std::uint64_t event_ticket;
+  };
+  mutable std::mutex mutex_;
+  std::string label_;
+  std::uint64_t issued_ = 0;
+  std::uint64_t observed_ = 0;
+  std::vector<Wait> waits_;
+  std::size_t reserved_waits_ = 0;
+};
+
+/// The watches of a device's checked queues, so that a wait for the whole device
+/// (synchronize_device) counts as a wait on each of them, dropped contexts' queues included.
+class DeviceWatches {
+ public:
+  /// A checked queue of the device was made.
+  void add(const std::shared_ptr<QueueWatch>& watch);
+  /// Each live watch with its last ticket: everything enqueued on the device so far.
+  [[nodiscard]] std::vector<std::pair<std::shared_ptr<QueueWatch>, std::uint64_t>> issued() const;
+
+ private:
+  mutable std::mutex mutex_;
+  // Weak: a watch lives as long as its queue, or a HostBuffer's guard, or an event needs it.
+  std::vector<std::weak_ptr<QueueWatch>> watches_;
+};
+
+/// The work pending on one HostBuffer's memory. Its gate's `pending` is what the buffer's
+/// accessors test inline.
+class HostGuard : public HostAccessGate {
+ public:
+  enum class Use : std::uint8_t { copy_into, copy_out_of, fill };
+
+  /// Room for one add() more: taken before the work is queued, so that add() cannot fail once it
+  /// is (a failing enqueue queues nothing); unreserve() when the work was refused.
+  void reserve();
+  void unreserve() noexcept;
+  /// Work numbered `ticket` on `queue` uses the buffer (after a reserve()).
+  void add(std::shared_ptr<QueueWatch> queue, std::uint64_t ticket, Use use) noexcept;
+  /// The host is about to touch the buffer through `access` ("HostBuffer::operator[]"): throws
+  /// devctx::Error unless the host has waited for all the work on it.
+  void check(const char* access);
+
+ private:
+  struct Entry {
+    std::shared_ptr<QueueWatch> queue;
+    std::uint64_t ticket;
+    Use use;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+  std::size_t reserved_ = 0;  // entries_ has room for this many more
+};
+
+// The host's waits, which tell a checked queue's watch what the host has seen finish (core's
+// synchronize, Event and elapsed_ms call these).
+/// queue.synchronize(), counting everything enqueued before the call observed even when the wait
+/// throws (the work has finished; it failed).
+void synchronize_observed(QueueImpl& queue);
+/// Event::synchronize(): waits, and counts the event reached even when the wait throws (the work
+/// has finished; it failed).
+void event_synchronize(EventImpl& event);
+/// Event::query(): a true answer tells the host the event was reached.
+[[nodiscard]] bool event_query(EventImpl& event);
+/// DeviceContext::synchronize_device(): waits for the device, and counts everything enqueued
+/// on its checked queues before the call observed.
+void synchronize_device_observed(DeviceImpl& device);
+/// The host has waited for `event` some other way (elapsed_ms).
+void event_reached(const EventImpl& event);
+
+}  // namespace devctx::detail
