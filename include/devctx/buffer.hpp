@@ -6,12 +6,16 @@
 // every stream that used the buffer, so dropping a buffer right after enqueueing work that uses
 // it is safe. A moved-from buffer is empty; using it throws devctx::Error (invalid_handle).
 // Slices (DeviceSlice, HostSlice) are non-owning views, valid while their buffer lives.
+// Each buffer and slice also has Mojo's verbs on its own stream (enqueue_copy_to,
+// enqueue_copy_from, enqueue_fill, map_to_host; see detail::BufferVerbs) and typed views
+// (view_as<U>).
 #pragma once
 
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -26,6 +30,7 @@ template <class T>
 class DeviceBuffer;
 template <class T>
 class HostBuffer;
+class StreamRef;  // devctx/stream.hpp: the buffer verbs enqueue through it
 
 /// A buffer's memory after DeviceBuffer::release() or HostBuffer::release(): devctx no longer
 /// frees it; its new owner does, by calling `free(owner)` exactly once. That call never blocks
@@ -68,12 +73,126 @@ inline void check_slice(const char* what, std::size_t offset, std::size_t count,
   const auto end = checked_add(offset, count);
   if (!end || *end > size) throw_slice_out_of_range(what, offset, count, size);
 }
+
+/// `data` and `count` elements of `From` seen as elements of `To`: checks that the bytes are a
+/// whole number of `To`s and that `data` is aligned for `To` (Error size_mismatch otherwise).
+template <class To, class From>
+To* view_data(const char* what, From* data, std::size_t count) {
+  static_assert(std::is_trivially_copyable_v<To>, "view_as<U>: U must be trivially copyable");
+  static_assert(std::is_const_v<To> || !std::is_const_v<From>, "view_as<U>: a read-only slice gives read-only views");
+  const std::size_t bytes = count * sizeof(From);  // no overflow: the memory exists
+  if (bytes % sizeof(To) != 0 || reinterpret_cast<std::uintptr_t>(data) % alignof(To) != 0)
+    throw_bad_view(what, data, bytes, sizeof(From), sizeof(To), alignof(To));
+  return reinterpret_cast<To*>(data);
+}
+
+/// Whether map_to_host(f) gives `f` a read-only view: when `f` takes std::span<const T>. A
+/// generic lambda's parameter type cannot be seen without instantiating its body (which may
+/// write), so it gets the mutable view.
+template <class F, class T>
+constexpr bool maps_read_only() {
+  using C = std::remove_cvref_t<F>;
+  if constexpr (std::is_class_v<C>) {
+    if constexpr (requires { &C::operator(); }) return std::is_invocable_v<F&, std::span<const T>>;
+    else return false;
+  } else {
+    return std::is_invocable_v<F&, std::span<const T>>;
+  }
+}
+
+/// The verbs a buffer or slice enqueues on its own stream: the stream that created the buffer
+/// (Mojo's DeviceBuffer / HostBuffer methods). `Stream` is always StreamRef (devctx/stream.hpp);
+/// a template parameter so that this header need not include stream.hpp, which includes it.
+template <class Self, class Stream = StreamRef>
+class BufferVerbs {
+ public:
+  /// Copies this buffer or slice into `dst` on its own stream: `stream.enqueue_copy(dst, *this)`,
+  /// with the same rules and errors. Returns at once unless `dst` is ordinary host memory.
+  template <class Dst>
+  void enqueue_copy_to(Dst&& dst) const {
+    own_stream().enqueue_copy(std::forward<Dst>(dst), self());
+  }
+  /// Copies `src` into this buffer or slice on its own stream: `stream.enqueue_copy(*this, src)`.
+  template <class Src>
+  void enqueue_copy_from(Src&& src) {
+    own_stream().enqueue_copy(self(), std::forward<Src>(src));
+  }
+  template <class Src>
+  void enqueue_copy_from(Src&& src) const {
+    own_stream().enqueue_copy(self(), std::forward<Src>(src));
+  }
+  /// Sets every element to `value` on its own stream: `stream.enqueue_memset(*this, value)`.
+  template <class V>
+  void enqueue_fill(const V& value) {
+    own_stream().enqueue_memset(self(), value);
+  }
+  template <class V>
+  void enqueue_fill(const V& value) const {
+    own_stream().enqueue_memset(self(), value);
+  }
+
+  /// Device buffers and slices only. Calls `f` with a host copy of the contents and returns what
+  /// `f` returns. Blocks: on the buffer's own stream it copies the contents down and
+  /// synchronizes (so `f` sees all work enqueued there before the call; work of other streams
+  /// must be ordered before it with an event, as for any verb), then calls `f`. When `f` takes
+  /// `std::span<T>` (a mutable view; also when `f` is a generic lambda, whose parameter type
+  /// cannot be seen), the host copy is then copied back and the stream synchronized again; when
+  /// `f` takes `std::span<const T>`, nothing is copied back. Errors of the stream's earlier
+  /// work and of the copies are thrown as devctx::Error; an exception from `f` propagates and
+  /// nothing is copied back. The view is valid only during the call. A const buffer or a slice
+  /// of const elements needs an `f` that takes std::span<const T>.
+  template <class F>
+  auto map_to_host(F&& f) {
+    return map(self(), std::forward<F>(f));
+  }
+  template <class F>
+  auto map_to_host(F&& f) const {
+    return map(self(), std::forward<F>(f));
+  }
+
+ private:
+  [[nodiscard]] Self& self() noexcept { return static_cast<Self&>(*this); }
+  [[nodiscard]] const Self& self() const noexcept { return static_cast<const Self&>(*this); }
+  /// The stream that created the memory (throws invalid_handle for a moved-from buffer).
+  [[nodiscard]] Stream own_stream() const {
+    return Stream(&allocation_home_queue(*self().as_slice().allocation()));
+  }
+
+  template <class S, class F>
+  static auto map(S& buffer, F&& f) {
+    static_assert(requires { buffer.span(); }, "map_to_host: only device buffers and slices are mapped");
+    using Elem = typename decltype(buffer.span())::element_type;
+    using T = std::remove_const_t<Elem>;
+    constexpr bool read_only = maps_read_only<F, T>();
+    static_assert(read_only || !std::is_const_v<Elem>,
+                  "map_to_host: this buffer or slice is read-only (const): f must take std::span<const T>");
+    using View = std::conditional_t<read_only, std::span<const T>, std::span<T>>;
+    static_assert(std::is_invocable_v<F&, View>, "map_to_host: f must be callable with std::span<T> or std::span<const T>");
+    const auto whole = buffer.as_slice();
+    Stream stream(&allocation_home_queue(*whole.allocation()));
+    auto host = stream.template enqueue_create_host_buffer<T>(whole.size());
+    stream.enqueue_copy(host, whole);
+    stream.synchronize();
+    if constexpr (read_only) {
+      return std::forward<F>(f)(std::span<const T>(host.data(), host.size()));
+    } else if constexpr (std::is_void_v<std::invoke_result_t<F&, View>>) {
+      std::forward<F>(f)(std::span<T>(host.data(), host.size()));
+      stream.enqueue_copy(whole, host);
+      stream.synchronize();
+    } else {
+      auto result = std::forward<F>(f)(std::span<T>(host.data(), host.size()));
+      stream.enqueue_copy(whole, host);
+      stream.synchronize();
+      return result;
+    }
+  }
+};
 }  // namespace detail
 
 /// A non-owning view of part of a DeviceBuffer. Usable wherever the buffer is: copies, memset,
 /// kernel arguments (where it becomes span<T>). `T` may be const (slices of const buffers).
 template <class T>
-class DeviceSlice {
+class DeviceSlice : public detail::BufferVerbs<DeviceSlice<T>> {
  public:
   DeviceSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
       : allocation_(allocation), data_(data), size_(size) {}
@@ -93,6 +212,16 @@ class DeviceSlice {
   /// The kernel's view of this slice.
   [[nodiscard]] devctx::span<T> span() const noexcept { return {data_, size_}; }
   [[nodiscard]] detail::Allocation* allocation() const noexcept { return allocation_; }
+  [[nodiscard]] DeviceSlice as_slice() const noexcept { return *this; }
+  /// The same bytes as elements of `U` (trivially copyable; const when this slice is). Throws
+  /// devctx::Error (size_mismatch) naming the sizes when the bytes are not a whole number of
+  /// `U`s or the first element is not aligned for `U`.
+  template <class U>
+  [[nodiscard]] DeviceSlice<std::conditional_t<std::is_const_v<T>, const U, U>> view_as() const {
+    using V = std::conditional_t<std::is_const_v<T>, const U, U>;
+    V* data = detail::view_data<V>("DeviceSlice::view_as", data_, size_);
+    return DeviceSlice<V>(allocation_, data, size_bytes() / sizeof(U));
+  }
 
  private:
   detail::Allocation* allocation_;
@@ -104,7 +233,7 @@ class DeviceSlice {
 /// becomes devctx::span<T> when passed to a kernel (span<const T> when the buffer is const).
 /// Contents are uninitialised until written (copy, memset or kernel).
 template <class T>
-class DeviceBuffer {
+class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>,
                 "DeviceBuffer<T> holds trivially copyable, non-const element types");
 
@@ -156,6 +285,11 @@ class DeviceBuffer {
   /// The kernel's view of the buffer.
   [[nodiscard]] devctx::span<T> span() noexcept { return {data_, size_}; }
   [[nodiscard]] devctx::span<const T> span() const noexcept { return {data_, size_}; }
+  /// The whole buffer as elements of `U`: as_slice().view_as<U>().
+  template <class U>
+  [[nodiscard]] DeviceSlice<U> view_as() { return as_slice().template view_as<U>(); }
+  template <class U>
+  [[nodiscard]] DeviceSlice<const U> view_as() const { return as_slice().template view_as<U>(); }
 
   /// Hands the memory to another owner, who frees it with the result's `free` (see
   /// ReleasedBuffer); this buffer becomes empty. Throws devctx::Error (invalid_handle) on a
@@ -173,7 +307,7 @@ class DeviceBuffer {
 /// A non-owning view of part of a HostBuffer; usable wherever a HostBuffer is. In checking mode
 /// its accessors refuse, as the buffer's do, while a copy or fill on the buffer may be pending.
 template <class T>
-class HostSlice {
+class HostSlice : public detail::BufferVerbs<HostSlice<T>> {
  public:
   HostSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
       : allocation_(allocation),
@@ -196,6 +330,14 @@ class HostSlice {
   }
   operator std::span<T>() const { return {touched("HostSlice's conversion to std::span"), size_}; }  // NOLINT
   [[nodiscard]] detail::Allocation* allocation() const noexcept { return allocation_; }
+  [[nodiscard]] HostSlice as_slice() const noexcept { return *this; }
+  /// As DeviceSlice::view_as.
+  template <class U>
+  [[nodiscard]] HostSlice<std::conditional_t<std::is_const_v<T>, const U, U>> view_as() const {
+    using V = std::conditional_t<std::is_const_v<T>, const U, U>;
+    V* data = detail::view_data<V>("HostSlice::view_as", data_, size_);
+    return HostSlice<V>(allocation_, data, size_bytes() / sizeof(U));
+  }
 
  private:
   template <class>
@@ -223,7 +365,7 @@ class HostSlice {
 /// operator[], data(), begin(), end() and the conversion to std::span throw
 /// Error(check_failed) until then.
 template <class T>
-class HostBuffer {
+class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>,
                 "HostBuffer<T> holds trivially copyable, non-const element types");
 
@@ -278,6 +420,11 @@ class HostBuffer {
     if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed HostBuffer: it owns no memory");
     return {allocation_.get(), data_, size_};
   }
+  /// The whole buffer as elements of `U`: as_slice().view_as<U>().
+  template <class U>
+  [[nodiscard]] HostSlice<U> view_as() { return as_slice().template view_as<U>(); }
+  template <class U>
+  [[nodiscard]] HostSlice<const U> view_as() const { return as_slice().template view_as<U>(); }
 
   /// As DeviceBuffer::release(): the memory goes to another owner, who frees it with `free`.
   [[nodiscard]] ReleasedBuffer<T> release() {

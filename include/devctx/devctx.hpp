@@ -8,13 +8,15 @@
 // DeviceInfo (device_info.hpp), Error (error.hpp); native CUDA handles, foreign streams and
 // DeviceView of foreign memory (interop.hpp, device_view.hpp). DLPack: <devctx/dlpack.hpp>,
 // included separately (it needs <dlpack/dlpack.h>).
-// Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp) and the
-// block-level kernel form (block.hpp).
+// Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp), warp and
+// block collectives (collectives.hpp), SIMD<T, N> vectors (simd.hpp) and the block-level kernel
+// form (block.hpp).
 // DEVCTX_VERSION_MAJOR / _MINOR / _PATCH / _STRING (version.hpp).
 #pragma once
 
 #include <devctx/block.hpp>
 #include <devctx/buffer.hpp>
+#include <devctx/collectives.hpp>
 #include <devctx/context.hpp>
 #include <devctx/device_info.hpp>
 #include <devctx/device_view.hpp>
@@ -23,6 +25,7 @@
 #include <devctx/interop.hpp>
 #include <devctx/kernel.hpp>
 #include <devctx/launch.hpp>
+#include <devctx/simd.hpp>
 #include <devctx/span.hpp>
 #include <devctx/stream.hpp>
 #include <devctx/version.hpp>

@@ -55,4 +55,11 @@ struct DeviceInfo {
   int compute_capability_minor = 0;
 };
 
+/// A device's memory now (DeviceContext::memory_info): on CUDA what cudaMemGetInfo reports; on
+/// the CPU the host's available memory (MemAvailable) and its total.
+struct MemoryInfo {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+};
+
 }  // namespace devctx

@@ -11,11 +11,22 @@
 //                                of the block must reach the same barrier
 //   DEVCTX_SHARED(T, name, n);   a block-shared array `T name[n]` (n a constant)
 //   dynamic_shared<T>()          span<T> over the launch's LaunchConfig::shared_bytes
-//   atomic_add/min/max/exchange/cas(T* addr, ...)   return the old value (relaxed order)
-//   memory_fence()               __threadfence
+//   atomic_add/sub/min/max/exchange(T* addr, T v), atomic_cas(T* addr, expected, desired)
+//                                32/64-bit integers, float, double
+//   atomic_and/or/xor(T* addr, T v)   32/64-bit integers
+//   atomic_inc/dec(T* addr, T limit)  32/64-bit unsigned, CUDA's wrapping semantics:
+//                                inc stores old >= limit ? 0 : old + 1, dec stores
+//                                old == 0 || old > limit ? limit : old - 1
+//                                All atomics return the old value, relaxed order (no fence);
+//                                those without a GPU instruction (float/double min and max,
+//                                64-bit inc and dec) are compare-exchange loops on the GPU.
+//                                atomic_cas compares bit patterns (also for float and double).
+//   memory_fence(), threadfence()   __threadfence
 //   warp_size, lane_id(), shuffle(v, lane), shuffle_down(v, d), shuffle_up(v, d),
-//   shuffle_xor(v, m), warp_sum(v)   warps of 32 lanes on every backend; all lanes of the
-//                                    warp must take part (full-warp operations)
+//   shuffle_xor(v, m), warp_sum(v)   warps of 32 lanes on every backend; every existing lane
+//                                    of the warp must take part. More warp collectives, their
+//                                    partial-warp rules and the block collectives:
+//                                    devctx/collectives.hpp
 #pragma once
 
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
@@ -28,6 +39,9 @@
 namespace devctx {
 /// Threads per warp, on every backend.
 inline constexpr unsigned warp_size = 32;
+/// Which prefix sum warp_prefix_sum / block_prefix_sum compute: element i's own value included
+/// (inclusive) or not (exclusive: element 0 gets 0).
+enum class Scan : unsigned char { inclusive, exclusive };
 }  // namespace devctx
 
 #if defined(__CUDA_ARCH__)

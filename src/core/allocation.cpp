@@ -56,6 +56,7 @@ AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, 
 }
 
 void* allocation_data(const Allocation& allocation) noexcept { return allocation.data(); }
+QueueImpl& allocation_home_queue(const Allocation& allocation) noexcept { return allocation.home(); }
 
 HostAccessGate* allocation_host_gate(const Allocation& allocation) noexcept { return allocation.host_guard(); }
 

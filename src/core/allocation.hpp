@@ -33,6 +33,7 @@ class Allocation {
 
   [[nodiscard]] void* data() const noexcept { return data_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
+  [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
   /// Checking mode's record of the work pending on a HostBuffer made by a checked context; null
   /// for every other allocation.
   [[nodiscard]] HostGuard* host_guard() const noexcept { return guard_.get(); }

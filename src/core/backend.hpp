@@ -99,6 +99,9 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// Error(invalid_argument or wrong_device) naming `operation` and what the memory is
   /// instead. Default: every address is fine (the CPU backend's device memory is host memory).
   virtual void check_device_memory(const void* /*data*/, std::size_t /*bytes*/, std::string_view /*operation*/) const {}
+  /// Free and total bytes of the device's memory (DeviceContext::memory_info). Default: the
+  /// host's (memory.cpp), for devices whose memory is host memory (the CPU backend).
+  [[nodiscard]] virtual MemoryInfo memory_info() const;
 
   /// Page-locks [data, data + bytes), ordinary host memory registered by the user
   /// (DeviceContext::register_host_memory, checked and reserved by core), so that this device

@@ -205,6 +205,7 @@ bool DeviceContext::checking() const { return impl().checking(); }
 Stream DeviceContext::create_stream() { return impl().create_stream(); }
 void DeviceContext::synchronize() { impl().synchronize(); }
 void DeviceContext::synchronize_device() { impl().synchronize_device(); }
+MemoryInfo DeviceContext::memory_info() const { return impl().device().memory_info(); }
 
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");

@@ -3,6 +3,8 @@
 // report through the seam (moved-from handles, slices and span indices out of range).
 #include "core/errors.hpp"
 
+#include <cstdint>
+
 #include <devctx/span.hpp>
 
 namespace devctx {
@@ -38,6 +40,18 @@ void throw_invalid_handle(const char* what) {
 void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
   fail(Errc::size_mismatch, what, "(offset ", offset, ", count ", count, ") is out of range: the buffer has ",
        size, " elements, so offset + count must be at most ", size);
+}
+
+void throw_bad_view(const char* what, const void* address, std::size_t bytes, std::size_t from_bytes,
+                    std::size_t to_bytes, std::size_t to_align) {
+  const auto misaligned = reinterpret_cast<std::uintptr_t>(address) % to_align;
+  if (bytes % to_bytes != 0)
+    fail(Errc::size_mismatch, what, ": ", bytes, " bytes (", bytes / from_bytes, " elements of ", from_bytes,
+         " bytes) are not a whole number of ", to_bytes, "-byte elements; view a slice whose size is a multiple of ",
+         to_bytes, " bytes");
+  fail(Errc::size_mismatch, what, ": the first element's address is ", misaligned, " bytes past a multiple of ",
+       to_align, ", the alignment the ", to_bytes, "-byte element type needs; view a slice that starts at an offset "
+       "that is a multiple of ", to_align, " bytes");
 }
 
 }  // namespace detail

@@ -2,6 +2,8 @@
 // src/core/memory.cpp - the memory rules both backends share (see memory.hpp).
 #include "core/memory.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include <unistd.h>
@@ -33,6 +35,28 @@ std::size_t host_memory_bytes() noexcept {
   const long page_bytes = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_bytes <= 0) return 0;
   return checked_mul(std::size_t(pages), std::size_t(page_bytes)).value_or(0);
+}
+
+/// MemAvailable of /proc/meminfo (what the kernel can hand out without swapping, page cache
+/// included), else the free pages sysconf reports.
+std::size_t host_available_bytes() noexcept {
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr) found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(f);
+    if (found) return checked_mul(std::size_t(kib), std::size_t(1024)).value_or(0);
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page_bytes = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes <= 0) return 0;
+  return checked_mul(std::size_t(pages), std::size_t(page_bytes)).value_or(0);
+}
+
+MemoryInfo DeviceImpl::memory_info() const {
+  const std::size_t total = info().total_memory_bytes;
+  return {std::min(host_available_bytes(), total), total};
 }
 
 std::string host_memory_text() {

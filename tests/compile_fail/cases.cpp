@@ -18,6 +18,14 @@ DEVCTX_KERNEL void takes_scalar(int v, devctx::span<int> out) { out[0] = v; }
 DEVCTX_KERNEL void takes_reference(const int& v, devctx::span<int> out) { out[0] = v; }
 DEVCTX_KERNEL void takes_string(std::string s, devctx::span<int> out) { out[0] = int(s.size()); }
 DEVCTX_KERNEL int returns_int(devctx::span<int> out) { return out[0]; }
+// Kernels that misuse an atomic (compiled only in their own case: a kernel body always is).
+#if defined(CASE_atomic_and_float)
+DEVCTX_KERNEL void float_and(devctx::span<float> out) { devctx::atomic_and(&out[0], 1.0f); }
+#elif defined(CASE_atomic_inc_signed)
+DEVCTX_KERNEL void signed_inc(devctx::span<int> out) { devctx::atomic_inc(&out[0], 10); }
+#elif defined(CASE_atomic_add_short)
+DEVCTX_KERNEL void short_add(devctx::span<short> out) { devctx::atomic_add(&out[0], short(1)); }
+#endif
 
 #if defined(CASE_copy_shared_array)
 // On the CPU a DEVCTX_SHARED array is an object that must not be copied out of shared memory.
@@ -47,6 +55,30 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_copy(v, d);
   ctx.enqueue_copy(std::span<float>(v), cd);
   ctx.enqueue_memset(d, 0.0f);
+  (void)d.map_to_host([](std::span<const float> s) { return s.size(); });
+  d.map_to_host([](std::span<float> s) { s[0] = 1.0f; });
+  d.enqueue_copy_to(h);
+  d.enqueue_fill(1.0f);
+  (void)d.view_as<int>();
+#elif defined(CASE_map_const_buffer_mutably)
+  const auto& cd = d;
+  cd.map_to_host([](std::span<float> s) { s[0] = 1.0f; });
+#elif defined(CASE_map_host_buffer)
+  h.map_to_host([](std::span<const float>) {});
+#elif defined(CASE_copy_from_into_const_buffer)
+  const auto& cd = d;
+  cd.enqueue_copy_from(h);
+#elif defined(CASE_view_const_as_mutable)
+  const auto& cd = d;
+  devctx::DeviceSlice<int> s = cd.view_as<int>();
+  (void)s;
+#elif defined(CASE_atomic_and_float)
+  ctx.enqueue_function<float_and>(cfg, d);
+#elif defined(CASE_atomic_inc_signed)
+  ctx.enqueue_function<signed_inc>(cfg, di);
+#elif defined(CASE_atomic_add_short)
+  auto ds = ctx.enqueue_create_buffer<short>(32);
+  ctx.enqueue_function<short_add>(cfg, ds);
 #elif defined(CASE_host_buffer_to_kernel)
   ctx.enqueue_function<takes_span>(cfg, h);
 #elif defined(CASE_host_slice_to_kernel)

@@ -140,6 +140,14 @@ StagingEngine* CudaDevice::staging() {
   return staging_.get();
 }
 
+MemoryInfo CudaDevice::memory_info() const {
+  check_alive("memory_info");
+  make_current();
+  MemoryInfo m;
+  check(DEVCTX_CUDA(cudaMemGetInfo(&m.free_bytes, &m.total_bytes)), *this, "memory_info (cudaMemGetInfo)");
+  return m;
+}
+
 std::string CudaDevice::memory_text() const {
   std::size_t free_bytes = 0, total_bytes = 0;
   if (!succeeded(cudaMemGetInfo(&free_bytes, &total_bytes))) return "the device's free memory is unknown";

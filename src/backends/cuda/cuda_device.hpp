@@ -45,6 +45,8 @@ class CudaDevice final : public DeviceImpl {
   // Interop (cuda_interop.cpp): queues on streams made elsewhere, and what a pointer is.
   std::shared_ptr<QueueImpl> wrap_native_queue(void* native) override;
   void check_device_memory(const void* data, std::size_t bytes, std::string_view operation) const override;
+  /// cudaMemGetInfo on this device.
+  [[nodiscard]] MemoryInfo memory_info() const override;
 
   // Registered host memory (host_pinning.cpp): cudaHostRegister / cudaHostUnregister.
   void pin_host_memory(const void* data, std::size_t bytes) override;

@@ -15,6 +15,8 @@
 #include <type_traits>
 
 #include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/device/atomic_types.hpp>
+#include <devctx/detail/device/reduce_ops.hpp>
 #include <devctx/span.hpp>
 
 namespace devctx {
@@ -42,6 +44,7 @@ span<T> dynamic_shared() {
   return span<T>(reinterpret_cast<T*>(s.dynamic_shared), s.dynamic_shared_bytes / sizeof(T));
 }
 
+// Atomics: std::atomic_ref, relaxed order (as CUDA's atomic* functions), return the old value.
 namespace detail::cpu {
 /// Tells checking mode about an atomic, which it never counts in a race.
 inline void note_atomic(const void* address, std::size_t bytes) {
@@ -51,13 +54,33 @@ inline void note_atomic(const void* address, std::size_t bytes) {
 
 template <class T>
 T atomic_add(T* address, T value) {
-  static_assert(std::is_arithmetic_v<T>, "devctx::atomic_add takes an arithmetic type");
+  DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_add");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
 }
 
 template <class T>
+T atomic_sub(T* address, T value) {
+  DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_sub");
+  detail::cpu::note_atomic(address, sizeof(T));
+  return std::atomic_ref<T>(*address).fetch_sub(value, std::memory_order_relaxed);
+}
+
+namespace detail::cpu {
+/// Replaces the value by next(old) until that succeeds; returns the old value.
+template <class T, class Next>
+T atomic_update(T* address, Next next) {
+  std::atomic_ref<T> ref(*address);
+  T old = ref.load(std::memory_order_relaxed);
+  while (!ref.compare_exchange_weak(old, next(old), std::memory_order_relaxed)) {
+  }
+  return old;
+}
+}  // namespace detail::cpu
+
+template <class T>
 T atomic_max(T* address, T value) {
+  DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_max");
   detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
   T old = ref.load(std::memory_order_relaxed);
@@ -68,6 +91,7 @@ T atomic_max(T* address, T value) {
 
 template <class T>
 T atomic_min(T* address, T value) {
+  DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_min");
   detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
   T old = ref.load(std::memory_order_relaxed);
@@ -77,20 +101,60 @@ T atomic_min(T* address, T value) {
 }
 
 template <class T>
+T atomic_and(T* address, T value) {
+  DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_and");
+  detail::cpu::note_atomic(address, sizeof(T));
+  return std::atomic_ref<T>(*address).fetch_and(value, std::memory_order_relaxed);
+}
+
+template <class T>
+T atomic_or(T* address, T value) {
+  DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_or");
+  detail::cpu::note_atomic(address, sizeof(T));
+  return std::atomic_ref<T>(*address).fetch_or(value, std::memory_order_relaxed);
+}
+
+template <class T>
+T atomic_xor(T* address, T value) {
+  DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_xor");
+  detail::cpu::note_atomic(address, sizeof(T));
+  return std::atomic_ref<T>(*address).fetch_xor(value, std::memory_order_relaxed);
+}
+
+template <class T>
+T atomic_inc(T* address, T limit) {
+  DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_inc");
+  detail::cpu::note_atomic(address, sizeof(T));
+  return detail::cpu::atomic_update(address, [limit](T old) { return old >= limit ? T{0} : T(old + 1); });
+}
+
+template <class T>
+T atomic_dec(T* address, T limit) {
+  DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_dec");
+  detail::cpu::note_atomic(address, sizeof(T));
+  return detail::cpu::atomic_update(address, [limit](T old) { return old == 0 || old > limit ? limit : T(old - 1); });
+}
+
+template <class T>
 T atomic_exchange(T* address, T value) {
+  DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_exchange");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).exchange(value, std::memory_order_relaxed);
 }
 
 template <class T>
 T atomic_cas(T* address, T expected, T desired) {
+  DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_cas");
   detail::cpu::note_atomic(address, sizeof(T));
+  // Compares the bytes (value representations), as the GPU compares bit patterns.
   std::atomic_ref<T>(*address).compare_exchange_strong(expected, desired, std::memory_order_relaxed);
   return expected;
 }
 
 /// Orders this thread's memory accesses for other threads of the device (__threadfence).
 inline void memory_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+/// CUDA's name for memory_fence().
+inline void threadfence() { memory_fence(); }
 
 inline unsigned lane_id() {
   const auto& s = detail::cpu::tls;
@@ -134,27 +198,97 @@ T shuffle_xor(T value, unsigned mask) {
   return detail::cpu::warp_read(value, source < 32u ? source : lane);
 }
 
-/// Sum over the warp, returned to every lane. Adds in the same order as the GPU's xor
-/// butterfly, so both backends give bitwise-identical results.
+namespace detail::cpu {
+/// The warp's values, one per lane; lanes missing from a partial last warp hold `fill`.
+template <class T>
+void warp_gather(T value, T fill, T (&v)[32]) {
+  const std::byte* slots = warp_publish(&value, sizeof(T));
+  const unsigned width = warp_width();
+  for (unsigned i = 0; i < 32; ++i) {
+    if (i < width) std::memcpy(&v[i], slots + i * kWarpSlotBytes, sizeof(T));
+    else v[i] = fill;
+  }
+  warp_release();
+}
+
+/// Lane 0's result of the GPU's xor butterfly (see cuda.hpp's warp_reduce): at step m lane i
+/// combines op(own, lane i + m) for i < m, the chain that ends in lane 0.
+template <class Op, class T>
+T warp_reduce(T value) {
+  static_assert(is_warp_arithmetic_v<T>, "warp and block reductions take arithmetic types of 4 or 8 bytes");
+  T v[32];
+  warp_gather(value, Op::template identity<T>(), v);
+  for (unsigned m = 16; m >= 1; m /= 2)
+    for (unsigned i = 0; i < m; ++i) v[i] = Op{}(v[i], v[i + m]);
+  return v[0];
+}
+
+/// The inclusive prefix sum of lane `lane` as the GPU's shuffle-up ladder computes it.
+template <class T>
+T warp_scan(T value, unsigned lane) {
+  static_assert(is_warp_arithmetic_v<T>, "warp and block prefix sums take arithmetic types of 4 or 8 bytes");
+  T v[32];
+  warp_gather(value, T{}, v);
+  for (unsigned d = 1; d < 32; d *= 2)
+    for (unsigned i = 31; i >= d; --i) v[i] = v[i - d] + v[i];  // descending: v[i - d] is still the old value
+  return v[lane];
+}
+}  // namespace detail::cpu
+
+namespace detail {
+/// The warp reduction with `Op` (the block collectives of devctx/collectives.hpp build on it).
+template <class Op, class T>
+T warp_reduce(T value) {
+  return cpu::warp_reduce<Op>(value);
+}
+}  // namespace detail
+
 template <class T>
 T warp_sum(T value) {
-  static_assert(std::is_arithmetic_v<T>, "devctx::warp_sum takes an arithmetic type");
-  const std::byte* slots = detail::cpu::warp_publish(&value, sizeof(T));
-  const unsigned width = detail::cpu::warp_width();
-  T v[32];
-  for (unsigned i = 0; i < 32; ++i) {
-    // A lane missing from a partial warp contributes its partner's value, as a GPU shuffle
-    // from an inactive lane does not exist; partial warps should use shuffles with care.
-    if (i < width) std::memcpy(&v[i], slots + i * detail::cpu::kWarpSlotBytes, sizeof(T));
-    else v[i] = T{};
+  return detail::cpu::warp_reduce<detail::SumOp>(value);
+}
+template <class T>
+T warp_max(T value) {
+  return detail::cpu::warp_reduce<detail::MaxOp>(value);
+}
+template <class T>
+T warp_min(T value) {
+  return detail::cpu::warp_reduce<detail::MinOp>(value);
+}
+
+template <Scan S = Scan::inclusive, class T>
+T warp_prefix_sum(T value) {
+  const unsigned lane = lane_id();
+  if constexpr (S == Scan::inclusive) {
+    return detail::cpu::warp_scan(value, lane);
+  } else {
+    const T inclusive = detail::cpu::warp_scan(value, lane == 0 ? 0u : lane - 1);
+    return lane == 0 ? T{} : inclusive;
   }
+}
+
+template <class T>
+T shuffle_idx(T value, unsigned source_lane) {
+  return shuffle(value, source_lane);
+}
+
+template <class T>
+T warp_broadcast(T value) {
+  return shuffle(value, 0);
+}
+
+inline std::uint32_t ballot(bool predicate) {
+  bool v[32];
+  detail::cpu::warp_gather(predicate, false, v);
+  std::uint32_t bits = 0;
+  for (unsigned i = 0; i < 32; ++i) bits |= std::uint32_t(v[i]) << i;
+  return bits;
+}
+
+inline void syncwarp() {
+  const char none = 0;
+  (void)detail::cpu::warp_publish(&none, 1);
   detail::cpu::warp_release();
-  for (unsigned m = 16; m >= 1; m /= 2) {
-    T next[32];
-    for (unsigned i = 0; i < 32; ++i) next[i] = v[i] + v[i ^ m];
-    std::memcpy(v, next, sizeof(v));
-  }
-  return v[lane_id()];
 }
 
 }  // namespace devctx

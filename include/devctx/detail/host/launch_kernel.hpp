@@ -133,18 +133,26 @@ template <class... P>
 std::size_t cpu_spans_of(const void* packed, LaunchSpan* out) {
   return cpu_spans<P...>(packed, out, std::index_sequence_for<P...>{});
 }
+}  // namespace devctx::detail
 
 #if defined(__CUDACC__)
 // ---- CUDA backend entries --------------------------------------------------------------------
+// In a top-level namespace of their own: nvcc's generated host stubs name the kernel `K`
+// unqualified from the entry's namespace, so inside devctx a user's global kernel called
+// `block_sum` or `barrier` would resolve to devctx's function of that name instead.
+namespace devctx_kernel_entry {
 template <auto K, class... P>
 __global__ void cuda_entry(P... params) {
   K(params...);
 }
 template <auto K, class... P>
 __global__ void cuda_block_entry(P... params) {
-  K(Block{}, params...);
+  K(::devctx::Block{}, params...);
 }
+}  // namespace devctx_kernel_entry
 #endif
+
+namespace devctx::detail {
 
 template <auto K, class... P>
 struct Launcher {
@@ -175,8 +183,8 @@ struct Launcher {
     l.param_count = sizeof...(P);
 #if defined(__CUDACC__)
     void* cuda_args[sizeof...(P) + 1] = {static_cast<void*>(&pack_get<I>(pack))..., nullptr};
-    if constexpr (Sig::block_level) l.cuda_function = reinterpret_cast<const void*>(&cuda_block_entry<K, P...>);
-    else l.cuda_function = reinterpret_cast<const void*>(&cuda_entry<K, P...>);
+    if constexpr (Sig::block_level) l.cuda_function = reinterpret_cast<const void*>(&::devctx_kernel_entry::cuda_block_entry<K, P...>);
+    else l.cuda_function = reinterpret_cast<const void*>(&::devctx_kernel_entry::cuda_entry<K, P...>);
     l.cuda_args = cuda_args;
 #endif
     l.buffers = buffers;

@@ -149,6 +149,9 @@ using HostRegistrationPtr = std::unique_ptr<HostRegistrationRecord, HostRegistra
 // ---- reading a buffer's record ----------------------------------------------------------------------
 
 [[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;
+/// The queue that allocated (or wrapped) the memory: the stream a buffer's own verbs
+/// (map_to_host, enqueue_copy_to/_from, enqueue_fill) enqueue on. It lives as long as the record.
+[[nodiscard]] QueueImpl& allocation_home_queue(const Allocation& allocation) noexcept;
 /// The device whose memory the record describes.
 [[nodiscard]] const DeviceInfo& allocation_device_info(const Allocation& allocation);
 
@@ -169,6 +172,10 @@ void host_access_check(HostAccessGate& gate, const char* access);
 [[noreturn]] void throw_invalid_handle(const char* what);
 [[noreturn]] void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count,
                                            std::size_t size);
+/// Error(size_mismatch) for view_as<U>() of `bytes` bytes at `address` (elements of `from_bytes`
+/// each) that is not a whole number of `to_bytes`-byte elements, or not aligned to `to_align`.
+[[noreturn]] void throw_bad_view(const char* what, const void* address, std::size_t bytes, std::size_t from_bytes,
+                                 std::size_t to_bytes, std::size_t to_align);
 /// Error(kernel_failed) for an out-of-range span index (DEVCTX_CHECK_BOUNDS).
 [[noreturn]] void throw_span_out_of_range(std::size_t index, std::size_t size);
 

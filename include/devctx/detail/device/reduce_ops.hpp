@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// devctx/detail/device/reduce_ops.hpp - the combining operations of the warp and block
+// reductions (sum, max, min) and their identities, shared by both backends so that each
+// combines the same values in the same order and gets bitwise-identical results.
+#pragma once
+
+#if !defined(DEVCTX_DETAIL_HEADERS_OK)
+#error "<devctx/detail/device/reduce_ops.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#endif
+
+#include <limits>
+#include <type_traits>
+
+#include <devctx/detail/config.hpp>
+
+namespace devctx::detail {
+
+/// a + b; identity 0.
+struct SumOp {
+  template <class T>
+  DEVCTX_HD_INLINE T operator()(T a, T b) const { return a + b; }
+  template <class T>
+  DEVCTX_HD_INLINE static T identity() { return T{}; }
+};
+
+/// The larger of a and b (a when neither is larger, so NaN in `a` sticks, as it does on both
+/// backends alike); identity -infinity (the lowest value for integers).
+struct MaxOp {
+  template <class T>
+  DEVCTX_HD_INLINE T operator()(T a, T b) const { return a < b ? b : a; }
+  template <class T>
+  DEVCTX_HD_INLINE static T identity() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+};
+
+/// The smaller of a and b (a when neither is smaller); identity +infinity (the largest value).
+struct MinOp {
+  template <class T>
+  DEVCTX_HD_INLINE T operator()(T a, T b) const { return b < a ? b : a; }
+  template <class T>
+  DEVCTX_HD_INLINE static T identity() {
+    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+};
+
+/// Bytes of the warp-shuffled value types: warp collectives take arithmetic types of 4 or 8 bytes,
+/// the widths a GPU shuffles in one or two instructions.
+template <class T>
+inline constexpr bool is_warp_arithmetic_v = std::is_arithmetic_v<T> && !std::is_same_v<T, bool> &&
+                                             (sizeof(T) == 4 || sizeof(T) == 8);
+
+}  // namespace devctx::detail
