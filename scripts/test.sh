@@ -86,14 +86,14 @@ echo "== ASan + UBSan"
 # the SEGV.
 ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 extra_config asan \
   "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize=null -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-# TSan with the portable fiber switch forced (DEVCTX_FIBER=boost): one build checks both, the
-# worker pool's and queues' synchronisation and the whole suite on Boost.Context, which keeps CI
-# within its 30 minutes (the assembly switch runs in every other configuration, ASan included).
-echo "== TSan, with the portable fiber switch forced (DEVCTX_FIBER=boost)"
+# -Wno-tsan: TSan does not model a standalone std::atomic_thread_fence, and g++ warns where one
+# is used; checking mode's tests use fences on purpose (a fence-and-flag handoff it must accept).
 # The examples and the tool's demo time full-size kernels (minutes under TSan): left out here,
 # they run in every other configuration.
+echo "== TSan"
 LEAVE_OUT="compile|fuzz|checked|examples|demo" \
-TSAN_OPTIONS=allocator_may_return_null=1:halt_on_error=1 extra_config tsan-boost -DDEVCTX_FIBER=boost \
-  "-DCMAKE_CXX_FLAGS=-fsanitize=thread"
+TSAN_OPTIONS=allocator_may_return_null=1:halt_on_error=1 extra_config tsan "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan"
+echo "== the portable fiber switch forced on x86-64 (DEVCTX_FIBER=boost)"
+extra_config boost -DDEVCTX_FIBER=boost
 echo "== AArch64: cross-built, the whole suite under qemu-user (scripts/cross-aarch64.sh)"
 bash scripts/cross-aarch64.sh build-test-aarch64
