@@ -33,8 +33,8 @@ std::size_t setting(const char* name, std::size_t fallback) {
 
 struct Limits {
   std::size_t threshold = setting("DEVCTX_CUDA_STAGING_THRESHOLD", std::size_t{8} << 20);
-  std::size_t chunk = setting("DEVCTX_CUDA_STAGING_CHUNK_BYTES", std::size_t{16} << 20);
-  std::size_t staging = setting("DEVCTX_CUDA_STAGING_BYTES", std::size_t{128} << 20);
+  std::size_t chunk = setting("DEVCTX_CUDA_STAGING_CHUNK_BYTES", std::size_t{8} << 20);
+  std::size_t staging = setting("DEVCTX_CUDA_STAGING_BYTES", std::size_t{64} << 20);
 };
 
 /// Byte counts of every size class: tiny, around the threshold, one chunk, a chunk and a bit,
