@@ -31,7 +31,7 @@ DEVCTX_KERNEL void contend(devctx::span<T> cells, devctx::span<const T> values, 
   devctx::atomic_min(&cells[kMin], v);
   exchanged[i] = devctx::atomic_exchange(&cells[kExchange], v);
   // A counter by compare-exchange: retry until this thread's increment lands.
-  T seen = cells[kCas];
+  T seen{};  // a guess: a plain read of the cell would race with the other threads' CAS (TSan)
   while (true) {
     const T before = devctx::atomic_cas(&cells[kCas], seen, T(seen + T(1)));
     if (before == seen) break;  // exact small integers: == is bit equality here
