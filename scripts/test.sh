@@ -8,7 +8,10 @@
 #  3. the examples built as an outside project against the installed package (find_package);
 #  4. every way a project takes devctx in (find_package, add_subdirectory, FetchContent, also with
 #     FIND_PACKAGE_ARGS; CMake 3.25 and a current one from PyPI; with and without nvcc), a shared
-#     libdevctx (Debian layout, dlopen), pkg-config and the Conan recipe (tests/consumers/run.sh).
+#     libdevctx (Debian layout, dlopen), pkg-config and the Conan recipe (tests/consumers/run.sh);
+#  5. the libFuzzer harness (clang, ASan + UBSan); 6. the Python package and its pytest suite;
+#  7. the CPU suite with 1, 2 and 3 workers, under ASan + UBSan, with the Boost.Context fiber
+#     switch, and cross-built for AArch64 under qemu-user.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -60,7 +63,7 @@ DEVCTX_PIP_ARGS="--config-settings=cmake.define.DEVCTX_ENABLE_CUDA=OFF ${DEVCTX_
 # ---- step 7: the CPU backend under other conditions (issues 10 and 11) ---------------------------
 # CPU-only builds without benchmarks, each in its own build directory. compile_fail.* (label
 # compile) only runs the compiler on snippets, the fuzz label repeats ctest -L fuzz above, and the
-# checked label runs the suite again in checking mode (ten times slower under TSan), so none of
+# checked label runs the suite again in checking mode (much slower under sanitizers), so none of
 # them is run again here.
 echo "== the CPU suite with 1, 2 and 3 workers (DEVCTX_CPU_THREADS)"
 for workers in 1 2 3; do
