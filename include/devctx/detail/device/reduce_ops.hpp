@@ -15,10 +15,18 @@
 
 namespace devctx::detail {
 
-/// a + b; identity 0.
+/// a + b; identity 0. Signed integers wrap as they do on the GPU (added as unsigned: a signed
+/// overflow would be undefined behaviour in C++, and UBSan stops on it).
 struct SumOp {
   template <class T>
-  DEVCTX_HD_INLINE T operator()(T a, T b) const { return a + b; }
+  DEVCTX_HD_INLINE T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    } else {
+      return a + b;
+    }
+  }
   template <class T>
   DEVCTX_HD_INLINE static T identity() { return T{}; }
 };
