@@ -110,7 +110,7 @@ namespace {
 // ---- host references: the documented combining orders ----------------------------------------------
 
 template <class T>
-T op_sum(T a, T b) { return a + b; }
+T op_sum(T a, T b) { return devctx::detail::SumOp{}(a, b); }  // signed integers wrap, as on the GPU
 template <class T>
 T op_max(T a, T b) { return a < b ? b : a; }
 template <class T>
