@@ -9,8 +9,8 @@
 #endif
 
 #include <cstddef>
-#include <source_location>
 
+#include <devctx/detail/source_site.hpp>
 #include <devctx/launch.hpp>
 
 namespace devctx::detail::cpu {
@@ -62,7 +62,7 @@ extern constinit thread_local ThreadState tls;
 
 // Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber_x86_64.cpp or cooperative.cpp).
 /// `site`: where the kernel called devctx::barrier(), which checking mode compares.
-void barrier(std::source_location site);
+void barrier(const SourceSite& site);
 /// Publishes `bytes` bytes of this lane's value to its warp and waits for the whole warp.
 /// Returns the warp's 32 slots (each kWarpSlotBytes wide); warp_release() must follow.
 const std::byte* warp_publish(const void* value, std::size_t bytes);

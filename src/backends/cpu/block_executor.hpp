@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,12 +119,12 @@ class BlockExecutor {
 #if DEVCTX_FIBER_FAST_BARRIER
   /// The C++ half of the assembly barrier() (see barrier_decide in cooperative.cpp); `site` is
   /// where the kernel called it (checking mode compares them).
-  inline void* barrier_decide(void* sp, std::source_location site);
+  inline void* barrier_decide(void* sp, const SourceSite& site);
   /// The C++ half of the assembly devctx_fiber_park (see thread_loop in cooperative.cpp).
   [[nodiscard]] FiberSp park(void* sp);
 #else
   /// devctx::barrier() without the assembly fast path (see barrier_arrive in cooperative.cpp).
-  void arrive_at_barrier(std::source_location site);
+  void arrive_at_barrier(const SourceSite& site);
   /// devctx_fiber_park without the assembly (see thread_loop in cooperative.cpp).
   void park_thread();
 #endif
@@ -160,7 +159,7 @@ class BlockExecutor {
   [[nodiscard]] std::uint32_t running_thread() const;
   [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
-  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me, std::source_location site);
+  [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me, const SourceSite& site);
   [[nodiscard]] FiberSp park_target(std::uint32_t me);
   [[nodiscard]] FiberSp next_target(std::uint32_t me);
   [[nodiscard]] FiberSp start_fiber(std::uint32_t j);

@@ -167,7 +167,7 @@ void BlockExecutor::go_cooperative(const char* cause) {
 // Counts the calling thread in at the current barrier, called from `site`, and chooses where to
 // go on: returns the fiber to resume, with `me` set to the caller's thread, which now waits at the
 // barrier; or nullptr if the caller goes on (it was the last to arrive and released the others).
-[[gnu::always_inline]] inline FiberSp BlockExecutor::barrier_arrive(std::uint32_t& me, std::source_location site) {
+[[gnu::always_inline]] inline FiberSp BlockExecutor::barrier_arrive(std::uint32_t& me, const SourceSite& site) {
   if (!bs_.fast) [[unlikely]] {
     if (tls.mode == Mode::block_level)
       fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
@@ -207,7 +207,7 @@ void BlockExecutor::go_cooperative(const char* cause) {
 // The C++ half of the assembly barrier() (fiber_x86_64.cpp), for everything but its common case:
 // `sp` is the caller's suspended frame. Returns the frame to resume - `sp` itself if the caller
 // goes on.
-[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp, std::source_location site) {
+[[gnu::always_inline]] inline void* BlockExecutor::barrier_decide(void* sp, const SourceSite& site) {
   std::uint32_t me = 0;
   const FiberSp target = barrier_arrive(me, site);
   if (target == nullptr) return sp;
@@ -215,17 +215,17 @@ void BlockExecutor::go_cooperative(const char* cause) {
   return target;
 }
 
-extern "C" void* devctx_barrier_decide(void* sp, std::source_location site) {
+extern "C" void* devctx_barrier_decide(void* sp, const SourceSite* site) {
   BlockExecutor* e = tls.executor;
   if (e == nullptr) not_in_kernel("devctx::barrier");
-  return e->barrier_decide(sp, site);
+  return e->barrier_decide(sp, *site);
 }
 
 extern "C" [[noreturn]] void devctx_throw_block_abort() { throw BlockAbort{}; }
 #else
 // barrier() everywhere else: the same decision, then one switch. A fiber resumed while its block
 // aborts unwinds from here (on x86-64, fiber_arm_abort makes its frame throw instead).
-void BlockExecutor::arrive_at_barrier(std::source_location site) {
+void BlockExecutor::arrive_at_barrier(const SourceSite& site) {
   std::uint32_t me = 0;
   const FiberSp target = barrier_arrive(me, site);
   if (target == nullptr) return;
@@ -233,7 +233,7 @@ void BlockExecutor::arrive_at_barrier(std::source_location site) {
   if (aborting_) [[unlikely]] throw BlockAbort{};
 }
 
-void barrier(std::source_location site) {
+void barrier(const SourceSite& site) {
   BlockExecutor* const e = tls.executor;
   if (e == nullptr) not_in_kernel("devctx::barrier");
   e->arrive_at_barrier(site);

@@ -108,7 +108,7 @@ devctx_fiber_start:
 
 #if DEVCTX_FIBER_FAST_BARRIER
 asm(R"(
-# devctx::detail::cpu::barrier(std::source_location site), called by kernels. `site` (one pointer,
+# devctx::detail::cpu::barrier(const SourceSite& site), called by kernels. `site` (its address,
 # in %rdi) is kept in %rsi for devctx_barrier_decide, which checking mode gives it to; the fast
 # path never reads it. Saves the caller's registers, then either
 # takes the common case itself - the caller runs on the stack of thread me = slot - 1 (not on
@@ -119,9 +119,9 @@ asm(R"(
 # checker must see) the state's `last` is 0, so no other check is needed. Offsets: BarrierState, Fiber and ThreadState, all checked by static_asserts in
 # fiber_abi.hpp. The fast path changes nothing before it has decided (the arrival count it takes
 # back).
-  .globl _ZN6devctx6detail3cpu7barrierESt15source_location
-  .type _ZN6devctx6detail3cpu7barrierESt15source_location, @function
-_ZN6devctx6detail3cpu7barrierESt15source_location:
+  .globl _ZN6devctx6detail3cpu7barrierERKNS0_10SourceSiteE
+  .type _ZN6devctx6detail3cpu7barrierERKNS0_10SourceSiteE, @function
+_ZN6devctx6detail3cpu7barrierERKNS0_10SourceSiteE:
   .cfi_startproc
   devctx_save_frame_cfi
   movq %rdi, %rsi                  # site, the second argument of devctx_barrier_decide
@@ -174,7 +174,7 @@ _ZN6devctx6detail3cpu7barrierESt15source_location:
   movq %rax, %rsp
   jmp .Lbarrier_resume
   .cfi_endproc
-  .size _ZN6devctx6detail3cpu7barrierESt15source_location, .-_ZN6devctx6detail3cpu7barrierESt15source_location
+  .size _ZN6devctx6detail3cpu7barrierERKNS0_10SourceSiteE, .-_ZN6devctx6detail3cpu7barrierERKNS0_10SourceSiteE
 
 # devctx_fiber_park(executor): the frame saved and resumed like barrier()'s, so a parked fiber
 # resumes right after its park call; devctx_park_decide (C++) chooses whom to resume.

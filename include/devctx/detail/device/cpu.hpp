@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <source_location>
 #include <type_traits>
 
 #include <devctx/detail/cpu_state.hpp>
@@ -34,8 +33,8 @@ inline Idx3 global_idx() {
 }
 
 /// The call site travels with the call, as checking mode compares the barrier() calls that
-/// threads wait at (a pointer in a register: unchecked launches ignore it).
-inline void barrier(std::source_location site = std::source_location::current()) { detail::cpu::barrier(site); }
+/// threads wait at (its address in a register: unchecked launches ignore it).
+inline void barrier(const detail::SourceSite& site = detail::SourceSite::current()) { detail::cpu::barrier(site); }
 
 template <class T>
 span<T> dynamic_shared() {

@@ -18,7 +18,7 @@
 
 namespace devctx::detail::cpu::check {
 
-/// Where a barrier() call is in the kernel's source (from std::source_location).
+/// Where a barrier() call is in the kernel's source (from detail::SourceSite).
 struct BarrierSite {
   std::string_view file;
   std::uint32_t line = 0;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/cpu/check/checker.hpp"
 
+#include <devctx/detail/source_site.hpp>
+
 #include "core/errors.hpp"
 
 namespace devctx::detail::cpu::check {
@@ -17,10 +19,10 @@ Dim3 coords(std::uint64_t linear, const Dim3& dims) {
 Report::Report(std::string message, bool about_current_thread)
     : Error(kCode, std::move(message)), about_current_thread_(about_current_thread) {}
 
-BarrierSite site_of(const std::source_location& site) noexcept {
-  std::string_view file = site.file_name();
+BarrierSite site_of(const SourceSite& site) noexcept {
+  std::string_view file = site.file;
   if (const auto slash = file.find_last_of('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
-  return {file, site.line(), site.column()};
+  return {file, site.line, site.column};
 }
 
 void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,

@@ -19,7 +19,6 @@
 #include <string>
 #include <string_view>
 
-#include <source_location>
 
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>
@@ -29,6 +28,10 @@
 #include "backends/cpu/check/barrier_check.hpp"
 #include "backends/cpu/check/init_shadow.hpp"
 #include "backends/cpu/check/regions.hpp"
+
+namespace devctx::detail {
+struct SourceSite;  // <devctx/detail/source_site.hpp>
+}  // namespace devctx::detail
 
 namespace devctx::detail::cpu::check {
 
@@ -51,7 +54,7 @@ class Report : public Error {
 using SpanArgument = LaunchSpan;
 
 /// Where `site` is, as messages write it: the file's name without its directories.
-[[nodiscard]] BarrierSite site_of(const std::source_location& site) noexcept;
+[[nodiscard]] BarrierSite site_of(const SourceSite& site) noexcept;
 
 class Checker {
  public:
