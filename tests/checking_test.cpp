@@ -804,6 +804,9 @@ TEST_F(Checking, StoringTheFillValueLooksLikeARead) {
 TEST_F(Checking, MemoryOfAnUncheckedContextIsNeverUninitialised) {
   DeviceContext plain{Api::cpu, 0, {.check = false}};
   auto theirs = plain.enqueue_create_buffer<float>(64);  // no record of what was written
+  // Written, though unrecorded, so that `out` changes: reused memory may hold the poison pattern
+  // of a freed checked buffer, and storing the value already there looks like a read.
+  plain.enqueue_memset(theirs, 0);
   auto out = ctx.enqueue_create_buffer<float>(64);
   plain.synchronize();
   ctx.enqueue_function<scale>({.grid_dim = 1, .block_dim = 64}, theirs, out, 1.0f);

@@ -231,7 +231,7 @@ bool BlockExecutor::reserve_stacks(const BlockTask& task, RangeResult& result) {
   }
 }
 
-void BlockExecutor::plain_entry(void* self) {
+DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::plain_entry(void* self) {
   auto* e = static_cast<BlockExecutor*>(self);
   try {
     e->task_->launch.cpu_run_block(e->task_->launch.args);
@@ -239,7 +239,7 @@ void BlockExecutor::plain_entry(void* self) {
   } catch (...) {
     e->record_current_exception();
   }
-  if (!e->cooperative_) fiber_jump(e->scheduler_sp_);  // the whole block ran as a loop
+  if (!e->cooperative_) fiber_finish(e->stacks_.stack(0), e->scheduler_sp_);  // the whole block ran as a loop
   e->exit_current();
 }
 

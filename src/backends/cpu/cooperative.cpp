@@ -25,7 +25,7 @@ namespace devctx::detail::cpu {
 // always the other one: a fiber unwound out of its kernel parks next, and a parked fiber
 // unwound out of its park (its block failed before it started) skips the kernel and parks for
 // that block.
-void BlockExecutor::thread_loop(void* self) {
+DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::thread_loop(void* self) {
   auto* e = static_cast<BlockExecutor*>(self);
   bool park = false;
   for (;;) {
@@ -298,7 +298,9 @@ void BlockExecutor::report_divergence(std::uint32_t me) {
 }
 
 // The thread that kept the plain fiber has finished; nothing resumes that fiber.
-void BlockExecutor::exit_current() { fiber_jump(leave_block(running_thread())); }
+DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::exit_current() {
+  fiber_finish(stacks_.stack(0), leave_block(running_thread()));
+}
 
 // Where the fiber of finished thread `me` goes once parked.
 [[gnu::always_inline]] inline FiberSp BlockExecutor::park_target(std::uint32_t me) {
@@ -329,13 +331,18 @@ FiberSp BlockExecutor::park(void* sp) {
 
 extern "C" void* devctx_park_decide(void* self, void* sp) { return static_cast<BlockExecutor*>(self)->park(sp); }
 #else
-void BlockExecutor::park_thread() {
+// In sanitizer builds a parked fiber rests: every frame below the switch (thread_loop, the park)
+// is a DEVCTX_FIBER_FIRST_FRAME, and a fiber prepared on its stack reuses its TSan fiber.
+DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::park_thread() {
   const std::uint32_t me = running_thread();
+  const FiberStack own = stacks_.stack(me + 1);
+  fiber_resting(own, true);
   fiber_switch(&fibers()[me].sp, park_target(me));
+  fiber_resting(own, false);
   if (aborting_) [[unlikely]] throw BlockAbort{};  // resumed to unwind: its block failed
 }
 
-extern "C" void devctx_fiber_park(const void* executor) {
+extern "C" DEVCTX_FIBER_FIRST_FRAME void devctx_fiber_park(const void* executor) {
   static_cast<BlockExecutor*>(const_cast<void*>(executor))->park_thread();
 }
 #endif

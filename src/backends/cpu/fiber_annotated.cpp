@@ -65,6 +65,9 @@ struct alignas(16) StackHead {
   void (*entry)(void*) = nullptr;
   void* arg = nullptr;
   void* tsan_owned = nullptr;  // the TSan fiber of whatever runs on this stack
+  // The fiber on this stack finished or rests (fiber_finish, fiber_resting) with an empty shadow
+  // call stack: a fiber prepared here may take over its TSan fiber.
+  bool tsan_reusable = false;
 };
 
 /// The fiber the last switch on this thread left; nullptr if it had finished.
@@ -75,8 +78,10 @@ StackHead* head_of(FiberStack stack) {
 }
 
 // The two halves of every switch. `me` is the record of the fiber that is about to be suspended,
-// or nullptr if it has finished (then ASan frees its fake stack).
-void before_switch([[maybe_unused]] Suspended* me, [[maybe_unused]] const Suspended& to) {
+// or nullptr if it has finished (then ASan frees its fake stack). Always inlined: the switch
+// happens inside it, so as a function of its own its entry would be recorded on the fiber it
+// leaves and its exit on the one it resumes (uneven for a fiber that never resumes).
+[[gnu::always_inline]] inline void before_switch([[maybe_unused]] Suspended* me, [[maybe_unused]] const Suspended& to) {
   left_behind = me;
 #if defined(DEVCTX_ASAN)
   __sanitizer_start_switch_fiber(me != nullptr ? &me->fake_stack : nullptr, to.bottom, to.bytes);
@@ -95,7 +100,7 @@ void after_switch([[maybe_unused]] Suspended& me) {
 #endif
 }
 
-[[noreturn]] void start(void* head_address) {
+[[noreturn]] DEVCTX_FIBER_FIRST_FRAME void start(void* head_address) {
   auto* head = static_cast<StackHead*>(head_address);
   after_switch(head->first);
   head->entry(head->arg);
@@ -104,7 +109,7 @@ void after_switch([[maybe_unused]] Suspended& me) {
 
 }  // namespace
 
-void annotated_fiber_switch(FiberSp* save, FiberSp load) {
+DEVCTX_FIBER_FIRST_FRAME void annotated_fiber_switch(FiberSp* save, FiberSp load) {
   Suspended me;
   *save = &me;
   const auto& to = *static_cast<const Suspended*>(load);
@@ -119,6 +124,17 @@ void annotated_fiber_jump(FiberSp load) {
   devctx_fiber_jump(to.raw);
 }
 
+void annotated_fiber_resting(FiberStack own, bool resting) noexcept {
+  head_of(own)->tsan_reusable = resting && DEVCTX_FIBER_BALANCED != 0;
+}
+
+DEVCTX_FIBER_FIRST_FRAME void annotated_fiber_finish(FiberStack own, FiberSp load) {
+  annotated_fiber_resting(own, true);
+  const auto& to = *static_cast<const Suspended*>(load);
+  before_switch(nullptr, to);
+  devctx_fiber_jump(to.raw);
+}
+
 FiberSp annotated_fiber_prepare(FiberStack stack, void (*entry)(void*), void* arg) {
   StackHead* const head = head_of(stack);
   const auto bytes = std::size_t(static_cast<char*>(stack.top) - static_cast<char*>(stack.bottom));
@@ -127,9 +143,12 @@ FiberSp annotated_fiber_prepare(FiberStack stack, void (*entry)(void*), void* ar
   __asan_unpoison_memory_region(stack.bottom, bytes);
 #endif
 #if defined(DEVCTX_TSAN)
-  if (head->tsan_owned != nullptr) __tsan_destroy_fiber(head->tsan_owned);
-  head->tsan_owned = __tsan_create_fiber(0);
+  if (head->tsan_owned == nullptr || !head->tsan_reusable) {
+    if (head->tsan_owned != nullptr) __tsan_destroy_fiber(head->tsan_owned);
+    head->tsan_owned = __tsan_create_fiber(0);
+  }
 #endif
+  head->tsan_reusable = false;
   head->entry = entry;
   head->arg = arg;
   head->first = {};
@@ -149,6 +168,7 @@ void annotated_stack_released([[maybe_unused]] FiberStack stack) noexcept {
   StackHead* const head = head_of(stack);
   if (head->tsan_owned != nullptr) __tsan_destroy_fiber(head->tsan_owned);
   head->tsan_owned = nullptr;
+  head->tsan_reusable = false;
 #endif
 }
 
