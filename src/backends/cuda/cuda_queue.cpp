@@ -30,6 +30,7 @@
 #include "core/backend.hpp"
 #include "core/errors.hpp"
 #include "core/memory.hpp"
+#include "core/trace/hooks.hpp"
 
 namespace devctx::detail::cuda {
 namespace {
@@ -208,6 +209,7 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
     registered = device_->host_registry().hold_if_registered(upload ? src : dst, bytes);
     if (!registered.owns_lock() && !capturing()) {
       if (StagingEngine* engine = device_->staging()) {
+        trace::note_staged_copy();
         const CudaCall call = upload ? engine->upload(dst, src, bytes, stream_) : engine->download(dst, src, bytes, stream_);
         if (!call.ok()) [[unlikely]] {
           // A sticky error is the fault of earlier work on the stream, not of this copy.
