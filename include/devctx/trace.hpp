@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // devctx/trace.hpp - seeing where the time goes: a record of every devctx operation (allocations,
 // frees, copies, fills, kernel launches, waits, synchronizes) with its host enqueue time and its
 // device execution time, written as a Chrome trace-event file (ui.perfetto.dev, chrome://tracing)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/trace/trace_program.cpp - the scripted program of the trace tests (trace_program.hpp).
 // It holds kernels: nvcc compiles it when devctx has CUDA.
 #include "trace_program.hpp"

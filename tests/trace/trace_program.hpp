@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/trace/trace_program.hpp - the scripted program whose trace the trace tests check: copies
 // of each kind, kernels on two streams ordered by an event, a memset, synchronizes and a free,
 // with what each step should record.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/trace/trace_test.cpp - the trace recorder, its Chrome trace-event file and the report:
 // the scripted program (trace_program.cpp) is recorded on each backend, and every event of the
 // file read back (with nlohmann::json) is checked: name, track, order, byte counts, and the

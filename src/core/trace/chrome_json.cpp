@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/trace/chrome_json.cpp - writes recorded operations as Chrome trace-event JSON (the
 // format ui.perfetto.dev and chrome://tracing open): the host's enqueue calls on one track per
 // host thread, the devices' execution on one track per stream, device memory in use as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/trace/hooks.hpp - the one way core's enqueue paths tell the trace recorder about an
 // operation: `traced(queue, describe, enqueue)` runs `enqueue` and, only while recording is on,
 // records it (host enqueue time, and for device work two events of the queue around it).

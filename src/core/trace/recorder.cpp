@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/trace/recorder.cpp - the trace recorder: the process's list of recorded operations,
 // the tracks they belong to (a device's streams, the host's threads), and how device times are
 // read: each device operation is bracketed by two events of its queue, and each device has one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // src/core/trace/report.cpp - the transfer report: from a list of operations (recorded, or read
 // back from a trace file by `devctx trace summarize`), the bytes and device time of each kind of
 // transfer, the kernels' time, round trips, the share of device time spent moving data, and
