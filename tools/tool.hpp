@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <devctx/devctx.hpp>
 
@@ -19,8 +20,39 @@ using devctx::detail::bytes_text;
 /// Exit codes of the tool.
 enum Exit : int { ok = 0, check_failed = 1, error = 2 };
 
-/// `devctx info`: every device and its properties. Returns an Exit code.
-int run_info(bool brief);
+/// `devctx info`: every device and its properties (`json`: as one JSON document). Returns an Exit code.
+int run_info(bool brief, bool json);
+
+/// A count given on the command line: digits ("1000000") or a whole power-of-ten form ("1e6"),
+/// within [min, max]. Throws std::invalid_argument with a message naming `option` and what
+/// is accepted.
+[[nodiscard]] std::size_t parse_count(const std::string& text, const char* option, std::size_t min, std::size_t max);
+
+/// `devctx trace summarize FILE`: the report of a DEVCTX_TRACE_FILE trace. Returns an Exit code.
+int run_trace_summarize(const std::string& path);
+
+struct BenchOptions {
+  std::string suite = "all";          ///< transfers, launch, alloc or all
+  std::string device;                 ///< as for demo; empty: the default device
+  std::size_t max_bytes = 0;          ///< largest transfer/allocation; 0: the suite's default
+  bool json = false, csv = false;     ///< output formats (a table otherwise)
+  std::string plot;                   ///< SVG file to write, if any
+};
+/// One measurement of `devctx bench`.
+struct BenchRow {
+  std::string suite;     ///< "transfers", "launch", "alloc"
+  std::string series;    ///< "devctx HtoD pinned", "raw CUDA DtoH pageable", ...
+  std::uint64_t size = 0;
+  std::string unit;      ///< "bytes" or "blocks"
+  std::uint64_t iterations = 0;
+  double time_us = 0;    ///< per operation
+  double gb_per_s = -1;  ///< transfers only (10^9 bytes per second); -1 elsewhere
+};
+/// `devctx bench`: size sweeps on one device. Returns an Exit code.
+int run_bench(const BenchOptions& options);
+/// The SVG plot of `rows`: x the size (log scale), y GB/s for transfer rows (time otherwise),
+/// one polyline per series. Written by the tool itself (no plotting library).
+[[nodiscard]] std::string bench_svg(const std::vector<BenchRow>& rows, const std::string& title);
 
 struct DemoOptions {
   std::string device;        ///< as devctx::parse_device reads it; empty: the default device
