@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // tools/bench.cpp - `devctx bench [transfers|launch|alloc|all]`: size sweeps on one device,
 // timed by devctx's own events (ctx.execution_time), with raw CUDA next to devctx's transfers on
-// a GPU; printed as a table, JSON (tests/tools/bench_schema.json) or CSV, and plotted as SVG.
-// Holds a kernel: nvcc compiles it when devctx has CUDA.
+// a GPU (the output formats are bench_output.cpp's, the plot svg_plot.cpp's). Holds a kernel:
+// nvcc compiles it when devctx has CUDA.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,8 +12,6 @@
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cuda_facts.hpp"
 #include "tool.hpp"
@@ -142,54 +140,6 @@ void allocations(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<
   }
 }
 
-std::string json_text(const std::vector<BenchRow>& rows, const devctx::DeviceContext& ctx, const std::string& suite) {
-  nlohmann::json doc;
-  doc["tool"] = "devctx bench";
-  doc["version"] = DEVCTX_VERSION_STRING;
-  doc["device"] = std::string(devctx::to_string(ctx.api())) + ":" + std::to_string(ctx.id());
-  doc["device_name"] = ctx.name();
-  doc["suite"] = suite;
-  doc["results"] = nlohmann::json::array();
-  for (const BenchRow& r : rows) {
-    nlohmann::json row = {{"suite", r.suite}, {"series", r.series},       {"size", r.size},
-                          {"unit", r.unit},   {"iterations", r.iterations}, {"time_us", r.time_us}};
-    if (r.gb_per_s >= 0) row["gb_per_s"] = r.gb_per_s;
-    doc["results"].push_back(row);
-  }
-  return doc.dump(2) + "\n";
-}
-
-std::string csv_text(const std::vector<BenchRow>& rows) {
-  std::string out = "suite,series,size,unit,iterations,time_us,gb_per_s\n";
-  for (const BenchRow& r : rows) {
-    char numbers[96];
-    std::snprintf(numbers, sizeof numbers, ",%.4f,", r.time_us);
-    out += r.suite + ",\"" + r.series + "\"," + std::to_string(r.size) + "," + r.unit + "," +
-           std::to_string(r.iterations) + numbers;
-    if (r.gb_per_s >= 0) {
-      std::snprintf(numbers, sizeof numbers, "%.4f", r.gb_per_s);
-      out += numbers;
-    }
-    out += "\n";
-  }
-  return out;
-}
-
-void print_table(const std::vector<BenchRow>& rows) {
-  std::string suite;
-  for (const BenchRow& r : rows) {
-    if (r.suite != suite) {
-      suite = r.suite;
-      std::printf("\n%-9s %-44s %24s %10s %12s %10s\n", "suite", "series", "size", "iters", "us per op", "GB/s");
-    }
-    const std::string size = r.unit == "bytes" ? bytes_text(r.size) : std::to_string(r.size) + " blocks";
-    std::printf("%-9s %-44s %24s %10llu %12.2f ", r.suite.c_str(), r.series.c_str(), size.c_str(),
-                static_cast<unsigned long long>(r.iterations), r.time_us);
-    if (r.gb_per_s >= 0) std::printf("%10.2f\n", r.gb_per_s);
-    else std::printf("%10s\n", "-");
-  }
-}
-
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
@@ -202,12 +152,12 @@ int run_bench(const BenchOptions& o) {
   if (o.suite == "transfers" || o.suite == "all") transfers(ctx, max_bytes, rows);
   if (o.suite == "launch" || o.suite == "all") launches(ctx, rows);
   if (o.suite == "alloc" || o.suite == "all") allocations(ctx, max_bytes, rows);
-  if (o.json) std::fputs(json_text(rows, ctx, o.suite).c_str(), stdout);
-  else if (o.csv) std::fputs(csv_text(rows).c_str(), stdout);
+  const std::string device = std::string(devctx::to_string(ctx.api())) + ":" + std::to_string(ctx.id());
+  if (o.json) std::fputs(bench_json(rows, device, ctx.name(), o.suite).c_str(), stdout);
+  else if (o.csv) std::fputs(bench_csv(rows).c_str(), stdout);
   else {
-    std::printf("devctx bench %s on %s:%d (%s)\n", o.suite.c_str(), devctx::to_string(ctx.api()), ctx.id(),
-                ctx.name().c_str());
-    print_table(rows);
+    std::printf("devctx bench %s on %s (%s)\n", o.suite.c_str(), device.c_str(), ctx.name().c_str());
+    bench_table(rows);
   }
   if (!o.plot.empty()) {
     const std::string svg = bench_svg(rows, "devctx bench " + o.suite + " on " + ctx.name());

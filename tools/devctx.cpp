@@ -74,12 +74,16 @@ bool command_is_unclear(int argc, char** argv) {
   }
   if (first == "trace") {
     if (argc < 3) {
-      std::fprintf(stderr, "devctx trace: error: no subcommand given; use `devctx trace summarize FILE.json`\n");
+      std::fprintf(stderr,
+                   "devctx trace: error: no subcommand given; use `devctx trace summarize FILE.json` or "
+                   "`devctx trace timeline FILE.json --svg OUT.svg`\n");
       return true;
     }
     const std::string_view second = argv[2];
-    if (!second.starts_with('-') && second != "summarize") {
-      std::fprintf(stderr, "devctx trace: error: unknown subcommand '%s'; use `devctx trace summarize FILE.json`\n",
+    if (!second.starts_with('-') && second != "summarize" && second != "timeline") {
+      std::fprintf(stderr,
+                   "devctx trace: error: unknown subcommand '%s'; use `devctx trace summarize FILE.json` or "
+                   "`devctx trace timeline FILE.json --svg OUT.svg`\n",
                    argv[2]);
       return true;
     }
@@ -152,6 +156,10 @@ int main(int argc, char** argv) {
   trace->require_subcommand(1);
   auto* summarize = trace->add_subcommand("summarize", "Where the time went: bytes and time per transfer kind, kernels, advice");
   summarize->add_option("file", trace_file, "The trace (JSON) to read")->required();
+  std::string timeline_svg;
+  auto* timeline = trace->add_subcommand("timeline", "Draw the device work of a trace as an SVG timeline, one row per stream");
+  timeline->add_option("file", trace_file, "The trace (JSON) to read")->required();
+  timeline->add_option("--svg", timeline_svg, "The SVG file to write")->required();
 
   if (command_is_unclear(argc, argv)) return Exit::error;
   try {
@@ -176,6 +184,7 @@ int main(int argc, char** argv) {
       return run_bench(bench_options);
     }
     if (*summarize) return run_trace_summarize(trace_file);
+    if (*timeline) return run_trace_timeline(trace_file, timeline_svg);
   } catch (const devctx::Error& e) {
     std::fprintf(stderr, "devctx: error (%s): %s\n", devctx::to_string(e.code()), e.what());
     if (e.code() == devctx::Errc::not_available) std::fprintf(stderr, "(`devctx info` lists the devices)\n");

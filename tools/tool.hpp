@@ -28,8 +28,14 @@ int run_info(bool brief, bool json);
 /// is accepted.
 [[nodiscard]] std::size_t parse_count(const std::string& text, const char* option, std::size_t min, std::size_t max);
 
+/// The operations of a trace file written by devctx (DEVCTX_TRACE_FILE, devctx::trace::write).
+/// Throws std::runtime_error saying what is wrong with the file.
+[[nodiscard]] std::vector<devctx::trace::Operation> read_trace(const std::string& path);
 /// `devctx trace summarize FILE`: the report of a DEVCTX_TRACE_FILE trace. Returns an Exit code.
 int run_trace_summarize(const std::string& path);
+/// `devctx trace timeline FILE --svg OUT`: the device tracks of a trace drawn as an SVG
+/// timeline (one row per stream, one bar per operation). Returns an Exit code.
+int run_trace_timeline(const std::string& path, const std::string& svg_path);
 
 struct BenchOptions {
   std::string suite = "all";          ///< transfers, launch, alloc or all
@@ -50,6 +56,11 @@ struct BenchRow {
 };
 /// `devctx bench`: size sweeps on one device. Returns an Exit code.
 int run_bench(const BenchOptions& options);
+/// `rows` as JSON (tests/tools/bench_schema.json), as CSV, or printed as a table.
+[[nodiscard]] std::string bench_json(const std::vector<BenchRow>& rows, const std::string& device,
+                                     const std::string& device_name, const std::string& suite);
+[[nodiscard]] std::string bench_csv(const std::vector<BenchRow>& rows);
+void bench_table(const std::vector<BenchRow>& rows);
 /// The SVG plot of `rows`: x the size (log scale), y GB/s for transfer rows (time otherwise),
 /// one polyline per series. Written by the tool itself (no plotting library).
 [[nodiscard]] std::string bench_svg(const std::vector<BenchRow>& rows, const std::string& title);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // tools/trace_summarize.cpp - `devctx trace summarize FILE`: reads a trace written by
 // DEVCTX_TRACE_FILE (or devctx::trace::write) back into operations and prints the library's
-// report of them (devctx::trace::summarize, the one home of the report's rules).
+// report of them (devctx::trace::summarize, the one home of the report's rules); read_trace is
+// also what `devctx trace timeline` draws from.
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,24 +37,17 @@ Direction direction_of(const std::string& text) {
 
 }  // namespace
 
-int run_trace_summarize(const std::string& path) {
+std::vector<devctx::trace::Operation> read_trace(const std::string& path) {
   std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "devctx: error: cannot open the trace file '%s'\n", path.c_str());
-    return Exit::error;
-  }
+  if (!in) throw std::runtime_error("cannot open the trace file '" + path + "'");
   json doc;
   try {
     doc = json::parse(in);
   } catch (const json::exception& e) {
-    std::fprintf(stderr, "devctx: error: '%s' is not JSON (%s); a trace is written by DEVCTX_TRACE_FILE=FILE\n",
-                 path.c_str(), e.what());
-    return Exit::error;
+    throw std::runtime_error("'" + path + "' is not JSON (" + e.what() + "); a trace is written by DEVCTX_TRACE_FILE=FILE");
   }
-  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
-    std::fprintf(stderr, "devctx: error: '%s' is JSON but not a trace-event file (no traceEvents array)\n", path.c_str());
-    return Exit::error;
-  }
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
+    throw std::runtime_error("'" + path + "' is JSON but not a trace-event file (no traceEvents array)");
   std::map<std::uint64_t, devctx::trace::Operation> ops;
   try {
     for (const json& e : doc["traceEvents"]) {
@@ -72,6 +67,7 @@ int run_trace_summarize(const std::string& path) {
       op.name = e.at("name").get<std::string>();
       op.device = a.at("device").get<std::string>();
       op.stream = a.at("stream").get<int>();
+      op.host_thread = e.at("tid").get<int>();
       op.bytes = a.value("bytes", std::uint64_t{0});
       op.direction = direction_of(a.value("direction", ""));
       op.pageable = a.value("host_memory", "") == "pageable";
@@ -80,20 +76,25 @@ int run_trace_summarize(const std::string& path) {
       op.host_end_us = ts + dur;
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "devctx: error: '%s' is not a devctx trace: %s\n", path.c_str(), e.what());
-    return Exit::error;
+    throw std::runtime_error("'" + path + "' is not a devctx trace: " + e.what());
   }
-  if (ops.empty()) {
-    std::fprintf(stderr, "devctx: error: '%s' holds no devctx operations (a trace is written by DEVCTX_TRACE_FILE=FILE)\n",
-                 path.c_str());
-    return Exit::error;
-  }
+  if (ops.empty())
+    throw std::runtime_error("'" + path + "' holds no devctx operations (a trace is written by DEVCTX_TRACE_FILE=FILE)");
   std::vector<devctx::trace::Operation> list;
-  std::map<std::string, std::size_t> per_device;
-  for (auto& [id, op] : ops) {
-    ++per_device[op.device];
-    list.push_back(std::move(op));
+  for (auto& [id, op] : ops) list.push_back(std::move(op));
+  return list;
+}
+
+int run_trace_summarize(const std::string& path) {
+  std::vector<devctx::trace::Operation> list;
+  try {
+    list = read_trace(path);
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "devctx: error: %s\n", e.what());
+    return Exit::error;
   }
+  std::map<std::string, std::size_t> per_device;
+  for (const auto& op : list) ++per_device[op.device];
   std::printf("%s: %zu operations", path.c_str(), list.size());
   for (const auto& [device, count] : per_device) std::printf(", %zu on %s", count, device.c_str());
   std::printf("\n%s", devctx::trace::to_string(devctx::trace::summarize(list)).c_str());

@@ -67,8 +67,8 @@ State& state() {
 }
 
 std::atomic<int> next_thread{1};
-thread_local int this_thread = 0;
-thread_local bool staged_note = false;
+constinit thread_local int this_thread = 0;
+constinit thread_local bool staged_note = false;
 
 int host_thread() noexcept {
   if (this_thread == 0) this_thread = next_thread.fetch_add(1, std::memory_order_relaxed);
