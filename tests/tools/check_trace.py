@@ -2,7 +2,7 @@
 """tests/tools/check_trace.py - DEVCTX_TRACE_FILE and DEVCTX_REPORT on a whole program (`devctx
 demo`): the file is a trace-event JSON whose device tracks hold the demo's copies and kernels,
 the report printed at exit names them, and `devctx trace summarize` of the file prints the same
-byte counts as that report.
+byte counts as that report; `devctx trace timeline` draws one bar per device operation.
 
 usage: check_trace.py DEVCTX_TOOL WORKDIR
 """
@@ -12,6 +12,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 
 def byte_lines(text: str) -> list:
@@ -46,6 +47,13 @@ def main() -> int:
                              text=True).stdout
     assert byte_lines(summary) == byte_lines(report) and byte_lines(report), (summary, report)
     print(summary)
+
+    # The timeline: well-formed SVG, one bar (a rect with a title) per device operation.
+    svg = pathlib.Path(workdir) / "demo_timeline.svg"
+    subprocess.run([tool, "trace", "timeline", str(trace), "--svg", str(svg)], check=True)
+    bars = [r for r in ET.parse(svg).getroot().iter("{http://www.w3.org/2000/svg}rect")
+            if r.find("{http://www.w3.org/2000/svg}title") is not None]
+    assert len(bars) == len(device_events), (len(bars), len(device_events))
     return 0
 
 
