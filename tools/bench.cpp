@@ -116,6 +116,9 @@ void launches(devctx::DeviceContext& ctx, std::vector<BenchRow>& rows) {
     ctx.enqueue_function<bench_empty_kernel>(config, out);  // warm-up
     const auto total = ctx.execution_time([&] { ctx.enqueue_function<bench_empty_kernel>(config, out); }, n);
     rows.push_back({"launch", "devctx empty kernel, 256 threads per block", blocks, "blocks", n, us_per(total, n), -1});
+    if (gpu)
+      if (const auto us = raw_cuda_launch_us(ctx.id(), blocks, int(n)))
+        rows.push_back({"launch", "raw CUDA empty kernel, 256 threads per block", blocks, "blocks", n, *us, -1});
   }
 }
 
@@ -137,6 +140,9 @@ void allocations(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<
       ctx.synchronize();
       rows.push_back({"alloc", series, bytes, "bytes", n, us_per(Clock::now() - start, n), -1});
     }
+    if (ctx.api() == devctx::Api::cuda)
+      if (const auto us = raw_cuda_alloc_us(ctx.id(), bytes, int(n)))
+        rows.push_back({"alloc", "raw CUDA cudaMallocAsync + cudaFreeAsync", bytes, "bytes", n, *us, -1});
   }
 }
 

@@ -4,8 +4,14 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
+
+/// The raw launch row's kernel: does nothing, as devctx's bench_empty_kernel.
+__global__ void raw_empty_kernel(float* out) {
+  if (blockIdx.x * blockDim.x + threadIdx.x == 0xffffffffu) out[0] = 1.0f;
+}
 
 namespace devctx_tool {
 namespace {
@@ -68,6 +74,52 @@ std::optional<double> raw_cuda_copy_us(int id, std::size_t bytes, bool host_to_d
   if (stream != nullptr) (void)cudaStreamDestroy(stream);
   if (host != nullptr) (void)(pinned ? cudaFreeHost(host) : (std::free(host), cudaSuccess));
   if (device != nullptr) (void)cudaFree(device);
+  (void)cudaSetDevice(previous);
+  return result;
+}
+
+std::optional<double> raw_cuda_launch_us(int id, unsigned blocks, int iterations) {
+  int previous = 0;
+  if (!ok(cudaGetDevice(&previous)) || !ok(cudaSetDevice(id))) return std::nullopt;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  std::optional<double> result;
+  if (ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) && ok(cudaEventCreate(&start)) &&
+      ok(cudaEventCreate(&stop))) {
+    raw_empty_kernel<<<blocks, 256, 0, stream>>>(nullptr);  // warm-up (loads the kernel)
+    bool fine = ok(cudaGetLastError()) && ok(cudaStreamSynchronize(stream)) && ok(cudaEventRecord(start, stream));
+    for (int i = 0; fine && i < iterations; ++i) {
+      raw_empty_kernel<<<blocks, 256, 0, stream>>>(nullptr);
+      fine = ok(cudaGetLastError());
+    }
+    float ms = 0;
+    if (fine && ok(cudaEventRecord(stop, stream)) && ok(cudaEventSynchronize(stop)) &&
+        ok(cudaEventElapsedTime(&ms, start, stop)))
+      result = 1000.0 * double(ms) / iterations;
+  }
+  if (stop != nullptr) (void)cudaEventDestroy(stop);
+  if (start != nullptr) (void)cudaEventDestroy(start);
+  if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  (void)cudaSetDevice(previous);
+  return result;
+}
+
+std::optional<double> raw_cuda_alloc_us(int id, std::size_t bytes, int iterations) {
+  int previous = 0;
+  if (!ok(cudaGetDevice(&previous)) || !ok(cudaSetDevice(id))) return std::nullopt;
+  cudaStream_t stream = nullptr;
+  std::optional<double> result;
+  if (ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) && ok(cudaStreamSynchronize(stream))) {
+    const auto begin = std::chrono::steady_clock::now();
+    bool fine = true;
+    for (int i = 0; fine && i < iterations; ++i) {
+      void* p = nullptr;
+      fine = ok(cudaMallocAsync(&p, bytes, stream)) && ok(cudaFreeAsync(p, stream));
+    }
+    if (fine && ok(cudaStreamSynchronize(stream)))
+      result = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count() / iterations;
+  }
+  if (stream != nullptr) (void)cudaStreamDestroy(stream);
   (void)cudaSetDevice(previous);
   return result;
 }

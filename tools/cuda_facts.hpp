@@ -31,4 +31,12 @@ struct GpuFacts {
 [[nodiscard]] std::optional<double> raw_cuda_copy_us(int id, std::size_t bytes, bool host_to_device, bool pinned,
                                                      int iterations);
 
+/// Raw CUDA next to devctx's launch row: microseconds per cudaLaunchKernel of an empty kernel
+/// over `blocks` blocks of 256 threads, timed with CUDA events over `iterations` launches.
+[[nodiscard]] std::optional<double> raw_cuda_launch_us(int id, unsigned blocks, int iterations);
+
+/// Raw CUDA next to devctx's allocation row: host microseconds per cudaMallocAsync +
+/// cudaFreeAsync of `bytes` on a stream, until the stream has finished.
+[[nodiscard]] std::optional<double> raw_cuda_alloc_us(int id, std::size_t bytes, int iterations);
+
 }  // namespace devctx_tool

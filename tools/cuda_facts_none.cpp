@@ -6,5 +6,7 @@ namespace devctx_tool {
 
 std::optional<GpuFacts> gpu_facts(int) { return std::nullopt; }
 std::optional<double> raw_cuda_copy_us(int, std::size_t, bool, bool, int) { return std::nullopt; }
+std::optional<double> raw_cuda_launch_us(int, unsigned, int) { return std::nullopt; }
+std::optional<double> raw_cuda_alloc_us(int, std::size_t, int) { return std::nullopt; }
 
 }  // namespace devctx_tool

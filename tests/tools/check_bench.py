@@ -3,9 +3,12 @@
 against bench_schema.json (python3-jsonschema), its sizes sweep as documented, and the SVG is
 well-formed XML with exactly one <polyline> per series of the plot, each with its points.
 
-usage: check_bench.py DEVCTX_TOOL SCHEMA SUITE WORKDIR
+usage: check_bench.py DEVCTX_TOOL SCHEMA SUITE WORKDIR [DEVICE]
+DEVICE (default cpu) may be cuda: then the raw CUDA rows must be there too, and without a GPU
+the check is skipped (exit code 77), or fails when DEVCTX_REQUIRE_GPU=1.
 """
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -18,8 +21,17 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def main() -> int:
     tool, schema_path, suite, workdir = sys.argv[1:5]
-    svg_path = pathlib.Path(workdir) / f"bench_{suite}.svg"
-    out = subprocess.run([tool, "bench", suite, "--device", "cpu", "--max-bytes", "65536", "--json",
+    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
+    if device != "cpu":
+        info = json.loads(subprocess.run([tool, "info", "--json"], check=True, capture_output=True, text=True).stdout)
+        if not any(d["api"] == "cuda" for d in info["devices"]):
+            if os.environ.get("DEVCTX_REQUIRE_GPU") == "1":
+                print("DEVCTX_REQUIRE_GPU=1 but devctx info lists no CUDA device")
+                return 1
+            print("no CUDA device: skipped")
+            return 77
+    svg_path = pathlib.Path(workdir) / f"bench_{suite}_{device.replace(':', '_')}.svg"
+    out = subprocess.run([tool, "bench", suite, "--device", device, "--max-bytes", "65536", "--json",
                           "--plot", str(svg_path)], check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
     jsonschema.validate(doc, json.loads(pathlib.Path(schema_path).read_text()))
@@ -32,6 +44,15 @@ def main() -> int:
             assert r["size"] in (4096, 16384, 65536), r
         if "gb_per_s" in r:  # bandwidth is bytes over time, as printed
             assert abs(r["gb_per_s"] - r["size"] / (r["time_us"] * 1000)) <= 1e-9 * r["gb_per_s"] + 1e-12, r
+
+    if device != "cpu":  # raw CUDA next to devctx, for every size of every suite
+        for s in wanted:
+            devctx_sizes = sorted(r["size"] for r in rows if r["suite"] == s and r["series"].startswith("devctx"))
+            raw_sizes = sorted(r["size"] for r in rows if r["suite"] == s and r["series"].startswith("raw CUDA"))
+            assert raw_sizes and set(raw_sizes) == set(devctx_sizes), (s, devctx_sizes, raw_sizes)
+        gpu_facts = [d for d in info["devices"] if d["api"] == "cuda"][0]
+        for key in ("driver_version", "runtime_version", "pci_bus_id", "clock_khz", "l2_bytes", "free_memory_bytes"):
+            assert key in gpu_facts, (key, gpu_facts)
 
     root = ET.parse(svg_path).getroot()  # raises unless well-formed
     assert root.tag == SVG + "svg", root.tag
