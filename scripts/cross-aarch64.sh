@@ -38,12 +38,11 @@ cmake --build "$dir" -j "$jobs"
 # Every test but the differential fuzzers' long runs (label fuzz, 8 x 100,000 ops) and the
 # suite's second run in checking mode (label checked): under qemu they would take most of CI's
 # time; one shorter fuzzer run stands in for them. Also left out: the tests that start the
-# AArch64 program themselves rather than through ctest's emulator (version.agree, the tool's
-# message checks and its Python-driven bench and trace checks run it from a script; the trust
-# tests' death tests re-execute it), which the kernel cannot run without qemu registered with
-# binfmt_misc.
+# AArch64 program themselves rather than through ctest's emulator (version.agree and the tool's
+# message checks run it from a script; the trust tests' death tests re-execute it), which the
+# kernel cannot run without qemu registered with binfmt_misc.
 ctest --test-dir "$dir" --output-on-failure -j "$jobs" -LE "fuzz|checked" \
-  -E "^version[.]agree$|^tool[.].*[.]message$|^tool[.]bench_.*_json|^tool[.]trace_file_and_report$|^devctx_trust_tests_Cpu"
+  -E "^version[.]agree$|^tool[.].*[.]message$|^devctx_trust_tests_Cpu"
 QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 "$dir/tests/devctx_fuzz_diff" --seed 1 --ops 20000
 
 echo "== AArch64 fiber switch with BTI and PAC enforced (qemu-aarch64 -cpu max)"
