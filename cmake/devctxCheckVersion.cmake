@@ -4,6 +4,7 @@
 #   HEADER          include/devctx/version.hpp: DEVCTX_VERSION_MAJOR / _MINOR / _PATCH
 #   TOOL            the built `devctx` tool: `devctx --version` prints "devctx <version> ..."
 #                   (DEVCTX_VERSION_STRING as compiled)
+#   EMULATOR        what runs TOOL when it was cross-built (CMAKE_CROSSCOMPILING_EMULATOR, space-separated)
 #   CONFIG_VERSION  devctxConfigVersion.cmake: PACKAGE_VERSION, and that it accepts VERSION
 #   PKG_CONFIG      devctx.pc: its Version: line
 #   LIBRARY         libdevctx; when SHARED is ON, its file name ends in .so.<version> and its
@@ -38,7 +39,11 @@ if(DEFINED HEADER)
 endif()
 
 if(DEFINED TOOL)
-  execute_process(COMMAND "${TOOL}" --version OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE status)
+  set(emulator "")
+  if(DEFINED EMULATOR)
+    separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
+  endif()
+  execute_process(COMMAND ${emulator} "${TOOL}" --version OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE status)
   string(REGEX MATCH "^devctx ([^ \n]+)" _ "${out}")
   if(NOT status EQUAL 0)
     set(CMAKE_MATCH_1 "exit status ${status}")

@@ -10,6 +10,7 @@ the check is skipped (exit code 77), or fails when DEVCTX_REQUIRE_GPU=1.
 import json
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -20,10 +21,11 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def main() -> int:
-    tool, schema_path, suite, workdir = sys.argv[1:5]
+    tool_path, schema_path, suite, workdir = sys.argv[1:5]
+    tool = shlex.split(os.environ.get("DEVCTX_TOOL_EMULATOR", "")) + [tool_path]  # the emulator when cross-compiled
     device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
     if device != "cpu":
-        info = json.loads(subprocess.run([tool, "info", "--json"], check=True, capture_output=True, text=True).stdout)
+        info = json.loads(subprocess.run([*tool, "info", "--json"], check=True, capture_output=True, text=True).stdout)
         if not any(d["api"] == "cuda" for d in info["devices"]):
             if os.environ.get("DEVCTX_REQUIRE_GPU") == "1":
                 print("DEVCTX_REQUIRE_GPU=1 but devctx info lists no CUDA device")
@@ -31,7 +33,7 @@ def main() -> int:
             print("no CUDA device: skipped")
             return 77
     svg_path = pathlib.Path(workdir) / f"bench_{suite}_{device.replace(':', '_')}.svg"
-    out = subprocess.run([tool, "bench", suite, "--device", device, "--max-bytes", "65536", "--json",
+    out = subprocess.run([*tool, "bench", suite, "--device", device, "--max-bytes", "65536", "--json",
                           "--plot", str(svg_path)], check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
     jsonschema.validate(doc, json.loads(pathlib.Path(schema_path).read_text()))

@@ -9,6 +9,7 @@ usage: check_trace.py DEVCTX_TOOL WORKDIR
 import json
 import os
 import pathlib
+import shlex
 import re
 import subprocess
 import sys
@@ -21,11 +22,12 @@ def byte_lines(text: str) -> list:
 
 
 def main() -> int:
-    tool, workdir = sys.argv[1:3]
+    tool_path, workdir = sys.argv[1:3]
+    tool = shlex.split(os.environ.get("DEVCTX_TOOL_EMULATOR", "")) + [tool_path]  # the emulator when cross-compiled
     trace = pathlib.Path(workdir) / "demo_trace.json"
     trace.unlink(missing_ok=True)
     env = dict(os.environ, DEVCTX_TRACE_FILE=str(trace), DEVCTX_REPORT="1")
-    demo = subprocess.run([tool, "demo", "--device", "cpu", "--n", "50000", "--seed", "7"], env=env,
+    demo = subprocess.run([*tool, "demo", "--device", "cpu", "--n", "50000", "--seed", "7"], env=env,
                           capture_output=True, text=True)
     assert demo.returncode == 0, demo.stderr
     assert "PASSED" in demo.stdout, demo.stdout
@@ -43,14 +45,14 @@ def main() -> int:
     copies = [e for e in device_events if e["cat"] == "copy"]
     assert copies and all(e["args"]["bytes"] > 0 and e["dur"] >= 0 for e in copies), copies[:3]
 
-    summary = subprocess.run([tool, "trace", "summarize", str(trace)], check=True, capture_output=True,
+    summary = subprocess.run([*tool, "trace", "summarize", str(trace)], check=True, capture_output=True,
                              text=True).stdout
     assert byte_lines(summary) == byte_lines(report) and byte_lines(report), (summary, report)
     print(summary)
 
     # The timeline: well-formed SVG, one bar (a rect with a title) per device operation.
     svg = pathlib.Path(workdir) / "demo_timeline.svg"
-    subprocess.run([tool, "trace", "timeline", str(trace), "--svg", str(svg)], check=True)
+    subprocess.run([*tool, "trace", "timeline", str(trace), "--svg", str(svg)], check=True)
     bars = [r for r in ET.parse(svg).getroot().iter("{http://www.w3.org/2000/svg}rect")
             if r.find("{http://www.w3.org/2000/svg}title") is not None]
     assert len(bars) == len(device_events), (len(bars), len(device_events))
