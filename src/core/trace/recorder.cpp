@@ -4,6 +4,7 @@
 // read: each device operation is bracketed by two events of its queue, and each device has one
 // reference event whose host time is known, so that the events' elapsed times place the work
 // on the host's clock (CUDA events on a GPU, the workers' clock on the CPU backend).
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -51,7 +52,8 @@ struct Entry {
 // Leaked on purpose: operations may be recorded from destructors of static objects.
 struct State {
   std::mutex mutex;
-  Clock::time_point epoch = Clock::now();
+  // Read without the lock by every record, set by start() and clear(): atomic.
+  std::atomic<Clock::rep> epoch{Clock::now().time_since_epoch().count()};
   std::vector<DeviceTrack> tracks;
   std::vector<Entry> entries;
   std::uint64_t generation = 0;  // bumped by clear(): indices into `entries` from before are stale
@@ -75,7 +77,10 @@ int host_thread() noexcept {
   return this_thread;
 }
 
-double now_us(const State& s) { return std::chrono::duration<double, std::micro>(Clock::now() - s.epoch).count(); }
+double now_us(const State& s) {
+  const Clock::time_point epoch{Clock::duration{s.epoch.load(std::memory_order_relaxed)}};
+  return std::chrono::duration<double, std::micro>(Clock::now() - epoch).count();
+}
 
 /// The track of `device`, added if new. Under the lock.
 std::size_t track_of(State& s, DeviceImpl& device) {
@@ -346,7 +351,8 @@ void start() {
   auto& s = state();
   {
     const std::lock_guard lock(s.mutex);
-    if (s.entries.empty()) s.epoch = std::chrono::steady_clock::now();
+    // A fresh clock only when nothing refers to the old one (records, or devices' reference times).
+    if (s.entries.empty() && s.tracks.empty()) s.epoch.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   detail::trace::register_exit_once();
   detail::trace::recording_flag.store(true, std::memory_order_relaxed);
@@ -367,7 +373,7 @@ void clear() noexcept {
     ++s.generation;
     s.unresolved = 0;
     s.next_id = 1;
-    s.epoch = std::chrono::steady_clock::now();
+    s.epoch.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   // Events, queues and devices released here, outside the lock.
 }
