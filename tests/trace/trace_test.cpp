@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -285,6 +286,54 @@ TEST_P(Traced, RefusedWorkIsNotRecordedAndNothingIsRecordedWhileOff) {
   EXPECT_EQ(ops[0].name, "copy DtoD");
   EXPECT_EQ(ops[1].name, "synchronize");
   EXPECT_EQ(ctx().report().device_to_device.bytes, 40u);
+}
+
+TEST_P(Traced, EachHostThreadAndStreamHasItsOwnTrack) {
+  // Two host threads, each enqueueing on its own stream at the same time.
+  constexpr int kCopies = 50;
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(100, 1000)(rng);
+  auto a = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  auto b = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  auto c = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  ctx().enqueue_memset(a, 7u);
+  ctx().synchronize();
+  devctx::trace::start();
+  std::vector<std::thread> threads;
+  for (auto* dst : {&b, &c})
+    threads.emplace_back([&, dst] {
+      auto s = ctx().create_stream();
+      for (int i = 0; i < kCopies; ++i) s.enqueue_copy(*dst, a);
+      s.synchronize();
+    });
+  for (auto& t : threads) t.join();
+  devctx::trace::stop();
+  const auto ops = devctx::trace::operations();
+  ASSERT_EQ(ops.size(), 2u * (kCopies + 1));  // the copies and each stream's synchronize
+  std::map<int, std::set<int>> streams_of_thread;
+  std::map<int, int> copies_of_thread;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].id, i + 1);
+    streams_of_thread[ops[i].host_thread].insert(ops[i].stream);
+    if (ops[i].kind == Kind::copy) {
+      ++copies_of_thread[ops[i].host_thread];
+      EXPECT_EQ(ops[i].bytes, n * sizeof(std::uint32_t));
+      EXPECT_TRUE(ops[i].device_begin_us.has_value());
+    }
+  }
+  ASSERT_EQ(streams_of_thread.size(), 2u);
+  std::set<int> streams;
+  for (const auto& [thread, s] : streams_of_thread) {
+    ASSERT_EQ(s.size(), 1u) << "host thread " << thread;  // each thread used one stream
+    streams.insert(*s.begin());
+    EXPECT_EQ(copies_of_thread[thread], kCopies);
+  }
+  EXPECT_EQ(streams.size(), 2u);
+  // Every element arrived.
+  for (auto* dst : {&b, &c}) {
+    std::vector<std::uint32_t> host(n, 0);
+    ctx().enqueue_copy(std::span<std::uint32_t>(host), *dst);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(host[i], 7u) << i;
+  }
 }
 
 TEST_P(Traced, WritingToABadPathIsAClearError) {
