@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -334,6 +335,39 @@ TEST_P(Traced, EachHostThreadAndStreamHasItsOwnTrack) {
     ctx().enqueue_copy(std::span<std::uint32_t>(host), *dst);
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(host[i], 7u) << i;
   }
+}
+
+TEST_P(Traced, LargePageableCopiesSayWhetherTheyWereStaged) {
+  // Above DEVCTX_CUDA_STAGING_THRESHOLD (8 MiB by default) the CUDA backend stages a pageable
+  // copy through pinned chunks; the CPU backend never stages.
+  const std::size_t n = (std::size_t{9} << 20) / sizeof(std::uint32_t) + std::uniform_int_distribution<std::size_t>(0, 999)(rng);
+  std::vector<std::uint32_t> in(n), out(n, 0xDEADBEEFu);
+  for (auto& x : in) x = std::uint32_t(rng());
+  auto d = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  devctx::trace::start();
+  ctx().enqueue_copy(d, std::span<const std::uint32_t>(in));
+  ctx().enqueue_copy(std::span<std::uint32_t>(out), d);
+  ctx().synchronize();
+  devctx::trace::stop();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], in[i]) << i;
+  const auto ops = devctx::trace::operations();
+  ASSERT_EQ(ops.size(), 3u);
+  const char* staging = std::getenv("DEVCTX_CUDA_STAGING");
+  const bool staged = api() == devctx::Api::cuda && (staging == nullptr || std::string(staging) != "0");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(ops[i].kind, Kind::copy);
+    EXPECT_TRUE(ops[i].pageable);
+    EXPECT_EQ(ops[i].bytes, n * sizeof(std::uint32_t));
+    EXPECT_EQ(ops[i].staged, staged) << ops[i].name;
+  }
+  const json doc = json::parse(devctx::trace::to_json(ops));
+  int with_path = 0;
+  for (const json& e : doc["traceEvents"])
+    if (e.at("ph") == "X" && e.at("cat") == "copy") {
+      EXPECT_EQ(e.at("args").at("path"), staged ? "staged" : "direct");
+      ++with_path;
+    }
+  EXPECT_EQ(with_path, 4);  // host and device events of both copies
 }
 
 TEST_P(Traced, WritingToABadPathIsAClearError) {
