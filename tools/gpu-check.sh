@@ -11,6 +11,10 @@
 #   3a. the transfers benchmark (bench/cuda/transfers_bench.cu: pageable, page-locked and staged
 #      copies, sweeps of the staging settings) and the pipeline example (examples/07_pipeline) at
 #      its default size, into bench-transfers.log
+#   3c. the trace of `devctx demo` (DEVCTX_TRACE_FILE) on the GPU: each step's device time in the
+#      trace against the demo's own CUDA-event timing, within 5% (tools/check_demo_trace.py), the
+#      trace drawn as a timeline, and, when nsys is installed, an Nsight Systems run with
+#      DEVCTX_NVTX=1 whose NVTX summary must name devctx's operations and kernels; into trace.log
 #   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
@@ -166,7 +170,28 @@ sanitize() {
 }
 
 export SRC BUILD ARCH OUTDIR DLPACK_DIR
-export -f environment configure sanitize python_tests transfers consumer 2>/dev/null || true
+# The trace of the demo against the demo's own CUDA events; the NVTX names under nsys if present.
+trace_check() {
+  local status=0 n=16777216
+  python3 "$SRC/tools/check_demo_trace.py" "$BUILD/tools/devctx" "$OUTDIR" --n "$n" || status=1
+  "$BUILD/tools/devctx" trace summarize "$OUTDIR/demo_trace.json" || status=1
+  "$BUILD/tools/devctx" trace timeline "$OUTDIR/demo_trace.json" --svg "$OUTDIR/demo_timeline.svg" || status=1
+  if command -v nsys >/dev/null; then
+    echo
+    echo "== nsys with DEVCTX_NVTX=1"
+    DEVCTX_NVTX=1 nsys profile -t cuda,nvtx --force-overwrite true -o "$OUTDIR/demo_nsys" \
+      "$BUILD/tools/devctx" demo --n "$n" >/dev/null || status=1
+    nsys stats --report nvtx_sum "$OUTDIR/demo_nsys.nsys-rep" | tee "$OUTDIR/demo_nvtx.txt" || status=1
+    for name in vector_add scale block_sum "copy HtoD" "copy DtoH" synchronize; do
+      grep -q "$name" "$OUTDIR/demo_nvtx.txt" || { echo "nsys: no NVTX range named '$name'"; status=1; }
+    done
+  else
+    echo "nsys not installed: NVTX names not checked"
+  fi
+  return $status
+}
+
+export -f environment configure sanitize python_tests transfers consumer trace_check 2>/dev/null || true
 step "environment" env.log environment
 
 rm -rf "$BUILD"
@@ -208,6 +233,11 @@ if [[ -x $BUILD/bench/cuda/devctx_bench_transfers ]]; then
   step "transfers benchmark and pipeline example" bench-transfers.log transfers
 else
   skip "transfers benchmark" "devctx_bench_transfers not built"
+fi
+if [[ -x $BUILD/tools/devctx ]]; then
+  step "trace of devctx demo vs CUDA events (5%), NVTX under nsys" trace.log trace_check
+else
+  skip "trace of devctx demo" "the devctx tool not built"
 fi
 CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then

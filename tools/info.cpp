@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `devctx info`: the devices devctx can run on, and what their limits mean.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "cuda_facts.hpp"
 #include "tool.hpp"
 
 namespace devctx_tool {
@@ -19,11 +23,51 @@ struct Row {
   const char* meaning;
 };
 
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+std::string mhz_text(int khz) { return std::to_string(khz / 1000) + " MHz"; }
+
+nlohmann::json device_json(devctx::Api api, int id) {
+  const devctx::DeviceContext ctx{api, id};
+  const devctx::DeviceInfo& i = ctx.info();
+  const devctx::MemoryInfo memory = ctx.memory_info();
+  nlohmann::json d = {
+      {"device", std::string(devctx::to_string(api)) + ":" + std::to_string(id)},
+      {"api", devctx::to_string(api)},
+      {"id", id},
+      {"name", i.name},
+      {"multiprocessors", i.multiprocessors},
+      {"max_threads_per_block", i.max_threads_per_block},
+      {"max_block_dim", {i.max_block_dim.x, i.max_block_dim.y, i.max_block_dim.z}},
+      {"max_grid_dim", {i.max_grid_dim.x, i.max_grid_dim.y, i.max_grid_dim.z}},
+      {"max_shared_bytes_per_block", i.max_shared_bytes_per_block},
+      {"warp_size", i.warp_size},
+      {"total_memory_bytes", i.total_memory_bytes},
+      {"free_memory_bytes", memory.free_bytes},
+      {"compute_capability", i.compute_capability_major == 0
+                                 ? nlohmann::json(nullptr)
+                                 : nlohmann::json(std::to_string(i.compute_capability_major) + "." +
+                                                  std::to_string(i.compute_capability_minor))},
+  };
+  if (api == devctx::Api::cuda) {
+    if (const auto f = gpu_facts(id)) {
+      d["driver_version"] = version_text(f->driver_version);
+      d["runtime_version"] = version_text(f->runtime_version);
+      d["pci_bus_id"] = f->pci_bus_id;
+      d["clock_khz"] = f->clock_khz;
+      d["memory_clock_khz"] = f->memory_clock_khz;
+      d["memory_bus_bits"] = f->memory_bus_bits;
+      d["l2_bytes"] = f->l2_bytes;
+    }
+  }
+  return d;
+}
+
 void print_device(devctx::Api api, int id, bool brief) {
   const devctx::DeviceContext ctx{api, id};
   const devctx::DeviceInfo& i = ctx.info();
   const bool cpu = api == devctx::Api::cpu;
-  const std::vector<Row> rows = {
+  std::vector<Row> rows = {
       {"multiprocessors", std::to_string(i.multiprocessors),
        cpu ? "worker threads; each runs whole blocks, as an SM does on a GPU"
            : "SMs: each runs several blocks at once, 32 threads (a warp) per step"},
@@ -41,7 +85,17 @@ void print_device(devctx::Api api, int id, bool brief) {
            ? std::string("-")
            : std::to_string(i.compute_capability_major) + "." + std::to_string(i.compute_capability_minor),
        "the GPU architecture's version (8.0 Ampere, 9.0 Hopper); none on the CPU"},
+      {"free memory", bytes_text(ctx.memory_info().free_bytes), "device memory not in use now"},
   };
+  if (const auto f = cpu ? std::nullopt : gpu_facts(id)) {
+    rows.push_back({"driver / runtime", "CUDA " + version_text(f->driver_version) + " / " + version_text(f->runtime_version),
+                    "the driver must be at least as new as the runtime devctx was built with"});
+    rows.push_back({"PCI bus id", f->pci_bus_id, "where the GPU sits (nvidia-smi names it so)"});
+    rows.push_back({"clocks (SM / memory)", mhz_text(f->clock_khz) + " / " + mhz_text(f->memory_clock_khz),
+                    "peak clocks"});
+    rows.push_back({"memory bus", std::to_string(f->memory_bus_bits) + " bits", "width of the path to device memory"});
+    rows.push_back({"L2 cache", bytes_text(f->l2_bytes), "shared by all SMs; data reused within it is not re-read"});
+  }
   std::printf("\n%s:%d  %s\n", devctx::to_string(api), id, i.name.c_str());
   for (const Row& r : rows) {
     if (brief) std::printf("  %-24s %s\n", r.name, r.value.c_str());
@@ -51,9 +105,21 @@ void print_device(devctx::Api api, int id, bool brief) {
 
 }  // namespace
 
-int run_info(bool brief) {
+int run_info(bool brief, bool json) {
   const int cpus = devctx::DeviceContext::count(devctx::Api::cpu);
   const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
+  if (json) {
+    const devctx::DeviceContext chosen;  // throws the library's error for a bad DEVCTX_DEVICE
+    nlohmann::json doc;
+    doc["version"] = DEVCTX_VERSION_STRING;
+    doc["cuda_built"] = bool(DEVCTX_TOOL_WITH_CUDA);
+    doc["default_device"] = std::string(devctx::to_string(chosen.api())) + ":" + std::to_string(chosen.id());
+    doc["devices"] = nlohmann::json::array();
+    for (int id = 0; id < cpus; ++id) doc["devices"].push_back(device_json(devctx::Api::cpu, id));
+    for (int id = 0; id < gpus; ++id) doc["devices"].push_back(device_json(devctx::Api::cuda, id));
+    std::printf("%s\n", doc.dump(2).c_str());
+    return Exit::ok;
+  }
 #if DEVCTX_TOOL_WITH_CUDA
   const std::string cuda_note = gpus > 0 ? std::to_string(gpus) + " CUDA GPU" + (gpus == 1 ? "" : "s")
                                          : "no CUDA GPU visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";

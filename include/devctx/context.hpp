@@ -16,6 +16,7 @@
 #include <devctx/error.hpp>
 #include <devctx/event.hpp>
 #include <devctx/stream.hpp>
+#include <devctx/trace.hpp>
 
 namespace devctx {
 
@@ -156,6 +157,15 @@ class DeviceContext : public StreamRef {
   /// first failure among this context's own work. Failures of another context's work stay
   /// with that context; those of work whose context or stream was dropped are never reported.
   void synchronize_device();
+
+  /// Where this device's time went (devctx/trace.hpp, docs/observability.md): bytes and device
+  /// time of each kind of transfer, kernel time, round trips, the share of device time in
+  /// transfers and the advice that applies, over the operations recorded on this context's
+  /// device (by every context and stream of it) since recording started. Print it with
+  /// devctx::trace::to_string. Never waits for work: synchronize first to count all of it.
+  /// Throws Error(not_available) when nothing is recorded: set DEVCTX_REPORT=1 or
+  /// DEVCTX_TRACE_FILE, or call devctx::trace::start() before the work.
+  [[nodiscard]] trace::Report report() const;
 
   // ---- Mojo's host verbs (execution_time, memory_info) ------------------------------------------
 

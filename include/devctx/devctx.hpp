@@ -28,4 +28,5 @@
 #include <devctx/simd.hpp>
 #include <devctx/span.hpp>
 #include <devctx/stream.hpp>
+#include <devctx/trace.hpp>
 #include <devctx/version.hpp>

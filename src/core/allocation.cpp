@@ -3,6 +3,7 @@
 #include "core/allocation.hpp"
 
 #include "core/memory.hpp"
+#include "core/trace/hooks.hpp"
 
 namespace devctx::detail {
 
@@ -33,7 +34,8 @@ void Allocation::release() noexcept {
   } catch (...) {
     return;
   }
-  home_->free(data_, bytes_, kind_);
+  trace::traced(*home_, [&] { return trace::OpDesc{.kind = trace::Kind::free, .bytes = bytes_, .dst = kind_}; },
+                [&] { home_->free(data_, bytes_, kind_); });
 }
 
 void AllocationReleaser::operator()(Allocation* allocation) const noexcept {
@@ -44,7 +46,8 @@ void AllocationReleaser::operator()(Allocation* allocation) const noexcept {
 AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, std::size_t element_bytes) {
   // Checked and bounded before the backend sees it, so that no backend's rounding can wrap.
   const std::size_t bytes = allocation_bytes(queue.device(), kind, count, element_bytes);
-  void* data = queue.allocate(bytes, kind);
+  void* data = trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::allocate, .bytes = bytes, .dst = kind}; },
+                             [&] { return queue.allocate(bytes, kind); });
   try {
     std::unique_ptr<HostGuard> guard;
     if (kind == MemKind::host_pinned && queue.checking()) guard = std::make_unique<HostGuard>();

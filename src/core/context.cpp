@@ -16,6 +16,7 @@
 #include "core/backend.hpp"
 #include "core/environment.hpp"
 #include "core/errors.hpp"
+#include "core/trace/hooks.hpp"
 
 namespace devctx {
 namespace detail {
@@ -98,6 +99,7 @@ class ContextImpl {
   ContextImpl(Api api, int id, const ContextOptions& options)
       : device_(open_device(api, id)), checking_(checking_for(*device_, options)), queue_(device_->create_queue()) {
     if (checking_) queue_->enable_checking();
+    trace::start_from_environment();  // after the device opened: its exit step runs before the backends' own
   }
 
   [[nodiscard]] DeviceImpl& device() const { return *device_; }
@@ -122,6 +124,10 @@ class ContextImpl {
   }
 
   void synchronize() {
+    trace::traced(*queue_, [] { return trace::OpDesc{.kind = trace::Kind::synchronize}; }, [&] { synchronize_all(); });
+  }
+
+  void synchronize_all() {
     std::vector<std::shared_ptr<QueueImpl>> streams;
     {
       const std::lock_guard lock(mutex_);
@@ -206,6 +212,17 @@ Stream DeviceContext::create_stream() { return impl().create_stream(); }
 void DeviceContext::synchronize() { impl().synchronize(); }
 void DeviceContext::synchronize_device() { impl().synchronize_device(); }
 MemoryInfo DeviceContext::memory_info() const { return impl().device().memory_info(); }
+
+trace::Report DeviceContext::report() const {
+  const std::string label = impl().device().label();
+  auto ops = trace::operations();
+  if (ops.empty() && !trace::recording())
+    detail::fail(Errc::not_available, "report() on ", label,
+                 ": nothing was recorded; set DEVCTX_REPORT=1 or DEVCTX_TRACE_FILE=out.json, or call "
+                 "devctx::trace::start() before the work to report on");
+  std::erase_if(ops, [&](const trace::Operation& op) { return op.device != label; });
+  return trace::summarize(ops);
+}
 
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");

@@ -16,6 +16,7 @@
 #include "core/backend.hpp"
 #include "core/errors.hpp"
 #include "core/memory.hpp"
+#include "core/trace/hooks.hpp"
 
 namespace devctx::detail {
 namespace {
@@ -130,7 +131,8 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
   if (bytes == 0) return;
   const MemKind dst_kind = effective_kind(queue, dst), src_kind = effective_kind(queue, src);
   GuardSlot into(host_guard_of(queue, dst)), out_of(host_guard_of(queue, src));
-  queue.copy(dst.data, dst_kind, src.data, src_kind, bytes);
+  trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::copy, .bytes = bytes, .dst = dst_kind, .src = src_kind}; },
+                [&] { queue.copy(dst.data, dst_kind, src.data, src_kind, bytes); });
   if (queue.checking()) {
     const auto& watch = queue.watch();
     const std::uint64_t ticket = watch->next_ticket();
@@ -157,7 +159,9 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
   note_use_if_local(queue, dst.allocation);
   if (bytes == 0) return;
   GuardSlot slot(host_guard_of(queue, dst));
-  queue.fill(dst.data, effective_kind(queue, dst), dst.count, value, element_bytes);
+  const MemKind kind = effective_kind(queue, dst);
+  trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::fill, .bytes = bytes, .dst = kind}; },
+                [&] { queue.fill(dst.data, kind, dst.count, value, element_bytes); });
   if (queue.checking()) slot.use(queue.watch(), queue.watch()->next_ticket(), HostGuard::Use::fill);
 }
 
@@ -198,7 +202,8 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
   device.check_kernel_limits(launch);
   for (std::size_t i = 0; i < launch.buffer_count; ++i)
     if (launch.buffers[i] != nullptr) launch.buffers[i]->note_use(queue);
-  queue.launch(launch);
+  trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::kernel, .launch = &launch}; },
+                [&] { queue.launch(launch); });
 }
 
 void queue_synchronize(QueueImpl& queue) {
@@ -208,12 +213,15 @@ void queue_synchronize(QueueImpl& queue) {
     ~RunReleases() { device.run_finished_releases(); }
   } run_releases{queue.device()};
   // The test inline: an unchecked queue's synchronize costs what it did without checking mode.
-  if (queue.checking()) [[unlikely]] synchronize_observed(queue);
-  else queue.synchronize();
+  trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::synchronize}; }, [&] {
+    if (queue.checking()) [[unlikely]] synchronize_observed(queue);
+    else queue.synchronize();
+  });
 }
 
 std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) {
-  auto event = queue.record_event();
+  auto event = trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::record_event}; },
+                             [&] { return queue.record_event(); });
   if (queue.checking()) {
     event->watch = queue.watch();
     event->ticket = queue.watch()->next_ticket();
@@ -226,12 +234,15 @@ void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
   if (&event->device() != &queue.device())
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
          event->device().label(), "; streams can only wait for events of their own device");
-  if (!queue.checking() || !event->watch) return queue.wait_for(event);
+  const auto wait = [&] {
+    trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::wait}; }, [&] { queue.wait_for(event); });
+  };
+  if (!queue.checking() || !event->watch) return wait();
   // Room for the record first: once the wait is queued, recording it cannot fail.
   QueueWatch& watch = *queue.watch();
   watch.reserve_wait();
   try {
-    queue.wait_for(event);
+    wait();
   } catch (...) {
     watch.unreserve_wait();
     throw;

@@ -26,10 +26,12 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/fill_kernel.hpp"
+#include "backends/cuda/nvtx_ranges.hpp"
 #include "backends/cuda/staging_engine.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
 #include "core/memory.hpp"
+#include "core/trace/hooks.hpp"
 
 namespace devctx::detail::cuda {
 namespace {
@@ -126,6 +128,7 @@ class CudaEvent final : public EventImpl {
 
 CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device) : QueueImpl(*device), device_(std::move(device)) {
   device_->check_alive("create_stream");
+  (void)nvtx_enabled();  // a bad DEVCTX_NVTX is an error of the context's creation, not of a later call
   device_->make_current();
   check(DEVCTX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)), *device_, "create_stream");
 }
@@ -138,6 +141,7 @@ CudaQueue::~CudaQueue() {
 
 void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
   const char* operation = allocation_operation(kind);
+  const NvtxRange range([&] { return concat(operation, ' ', bytes_text(bytes)); });
   device_->check_alive(operation);
   if (bytes == 0) return nullptr;
   device_->make_current();
@@ -190,6 +194,11 @@ void CudaQueue::free(void* data, std::size_t, MemKind kind) noexcept {
 }
 
 void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
+  const NvtxRange range([&] {
+    const auto side = [](MemKind k) { return k == MemKind::device ? 'D' : 'H'; };
+    const bool pageable = dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable;
+    return concat("copy ", side(src_kind), "to", side(dst_kind), pageable ? " pageable " : " ", bytes_text(bytes));
+  });
   device_->check_alive("enqueue_copy");
   device_->make_current();
   const auto operation = [&] { return concat("enqueue_copy (", bytes_text(bytes), ')'); };
@@ -208,6 +217,7 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
     registered = device_->host_registry().hold_if_registered(upload ? src : dst, bytes);
     if (!registered.owns_lock() && !capturing()) {
       if (StagingEngine* engine = device_->staging()) {
+        trace::note_staged_copy();
         const CudaCall call = upload ? engine->upload(dst, src, bytes, stream_) : engine->download(dst, src, bytes, stream_);
         if (!call.ok()) [[unlikely]] {
           // A sticky error is the fault of earlier work on the stream, not of this copy.
@@ -243,6 +253,7 @@ bool CudaQueue::capturing() const noexcept {
 }
 
 void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) {
+  const NvtxRange range([&] { return concat("memset ", bytes_text(count * element_bytes)); });
   device_->check_alive("enqueue_memset");
   device_->make_current();
   const std::size_t bytes = count * element_bytes;
@@ -291,6 +302,7 @@ void CudaQueue::fill_doubling(void* dst, MemKind kind, std::size_t count, const 
 }
 
 void CudaQueue::launch(const KernelLaunch& launch) {
+  const NvtxRange range([&] { return std::string(launch.name); });  // the kernel's source name
   device_->make_current();
   const Dim3 g = launch.config.grid_dim, b = launch.config.block_dim;
   const CudaCall call = DEVCTX_CUDA(cudaLaunchKernel(launch.cuda_function, dim3(g.x, g.y, g.z), dim3(b.x, b.y, b.z),
@@ -326,6 +338,7 @@ void CudaQueue::forget_kernels() noexcept {
 }
 
 void CudaQueue::synchronize() {
+  const NvtxRange range([] { return std::string("synchronize"); });
   device_->check_alive("synchronize");
   check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "synchronize");
   forget_kernels();
@@ -342,6 +355,7 @@ std::shared_ptr<EventImpl> CudaQueue::record_event() {
 }
 
 void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
+  const NvtxRange range([] { return std::string("wait_for"); });
   device_->check_alive("enqueue_wait_for");
   check(DEVCTX_CUDA(cudaStreamWaitEvent(stream_, static_cast<CudaEvent&>(*event).handle(), 0)), *device_,
         "enqueue_wait_for");

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/trace/hooks.hpp - the one way core's enqueue paths tell the trace recorder about an
+// operation: `traced(queue, describe, enqueue)` runs `enqueue` and, only while recording is on,
+// records it (host enqueue time, and for device work two events of the queue around it).
+// While recording is off it costs one relaxed load and one predictable branch: `describe` is
+// not even called.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <devctx/detail/host/seam.hpp>
+#include <devctx/trace.hpp>
+
+namespace devctx::detail {
+class QueueImpl;
+}
+
+namespace devctx::detail::trace {
+
+using devctx::trace::Kind;
+
+/// On while devctx::trace records (recorder.cpp owns it).
+extern std::atomic<bool> recording_flag;
+[[nodiscard]] inline bool on() noexcept { return recording_flag.load(std::memory_order_relaxed); }
+
+/// What core knows of an operation when it enqueues it.
+struct OpDesc {
+  Kind kind = Kind::copy;
+  std::size_t bytes = 0;
+  MemKind dst = MemKind::device;  ///< copies, fills, allocations and frees: the memory written
+  MemKind src = MemKind::device;  ///< copies: the memory read
+  const KernelLaunch* launch = nullptr;
+};
+
+/// One operation being recorded: the host's begin time and, for device work, an event of the
+/// queue before it; done() takes the end time and event and keeps the record. Never throws:
+/// a record that cannot be kept (out of memory, a failed event) is dropped or kept without
+/// device time.
+class OpScope {
+ public:
+  OpScope(QueueImpl& queue, const OpDesc& desc) noexcept;
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+  void done() noexcept;
+
+ private:
+  struct Pending;
+  Pending* pending_ = nullptr;
+};
+
+template <class Describe, class Enqueue>
+decltype(auto) traced(QueueImpl& queue, Describe&& describe, Enqueue&& enqueue) {
+  if (!on()) [[likely]] return enqueue();
+  OpScope scope(queue, describe());
+  if constexpr (std::is_void_v<decltype(enqueue())>) {
+    enqueue();
+    scope.done();
+  } else {
+    auto result = enqueue();
+    scope.done();
+    return result;
+  }
+}
+
+/// Called by a backend inside a copy's enqueue when the copy goes through a staging engine
+/// (pinned chunks) rather than one direct transfer; the copy's record says so.
+void note_staged_copy() noexcept;
+
+/// Called once per context, after its device is open: reads DEVCTX_TRACE_FILE and DEVCTX_REPORT
+/// the first time, starts recording when either is set, and arranges the file and the report
+/// at exit. Throws Error(invalid_argument) for a bad DEVCTX_REPORT value.
+void start_from_environment();
+
+}  // namespace devctx::detail::trace

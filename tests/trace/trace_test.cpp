@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+// tests/trace/trace_test.cpp - the trace recorder, its Chrome trace-event file and the report:
+// the scripted program (trace_program.cpp) is recorded on each backend, and every event of the
+// file read back (with nlohmann::json) is checked: name, track, order, byte counts, and the
+// report's totals against what the program moved and against the file's device times.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+#include "trace/trace_program.hpp"
+
+namespace devctx_test {
+namespace {
+
+using devctx::trace::Direction;
+using devctx::trace::Kind;
+using nlohmann::json;
+
+/// Recording on for one test, and nothing left over for the next.
+class Traced : public BackendTest {
+ protected:
+  void SetUp() override {
+    BackendTest::SetUp();
+    devctx::trace::stop();
+    devctx::trace::clear();
+  }
+  void TearDown() override {
+    devctx::trace::stop();
+    devctx::trace::clear();
+    BackendTest::TearDown();
+  }
+};
+
+/// The operations recorded while running the program, with their expectations.
+struct Recorded {
+  ProgramResult program;
+  std::vector<devctx::trace::Operation> ops;
+};
+
+Recorded record_program(devctx::DeviceContext& ctx, std::mt19937_64& rng) {
+  devctx::trace::start();
+  Recorded r;
+  r.program = run_trace_program(ctx, rng);
+  devctx::trace::stop();
+  r.ops = devctx::trace::operations();
+  return r;
+}
+
+bool has_device_time(Kind k) { return k == Kind::copy || k == Kind::fill || k == Kind::kernel || k == Kind::wait; }
+
+TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
+  const Recorded r = record_program(ctx(), rng);
+  ASSERT_TRUE(r.program.values_ok) << r.program.first_bad;
+  const auto& expected = r.program.expected;
+  ASSERT_EQ(r.ops.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "operation " << i + 1 << " (" << expected[i].name << ")");
+    const auto& op = r.ops[i];
+    const auto& want = expected[i];
+    EXPECT_EQ(op.id, i + 1);
+    EXPECT_EQ(op.kind, want.kind);
+    EXPECT_EQ(op.name, want.name);
+    EXPECT_EQ(op.stream, want.stream);
+    EXPECT_EQ(op.bytes, want.bytes);
+    EXPECT_EQ(op.direction, want.direction);
+    if (want.kind == Kind::copy) { EXPECT_EQ(op.pageable, want.pageable); }
+    EXPECT_FALSE(op.staged);  // small copies: never staged
+    EXPECT_EQ(op.device, std::string(devctx::to_string(api())) + ":0 (" + ctx().name() + ")");
+    EXPECT_EQ(op.host_thread, r.ops[0].host_thread);
+    EXPECT_LE(op.host_begin_us, op.host_end_us);
+    if (i > 0) { EXPECT_LE(r.ops[i - 1].host_begin_us, op.host_begin_us); }
+    if (want.kind == Kind::kernel) {
+      EXPECT_EQ(op.grid_dim.x, r.program.grid);
+      EXPECT_EQ(op.block_dim.x, r.program.block);
+      EXPECT_EQ(op.grid_dim.y * op.grid_dim.z * op.block_dim.y * op.block_dim.z, 1u);
+      EXPECT_EQ(op.shared_bytes, 0u);
+    }
+    // Everything was synchronized: every device operation has its device time.
+    ASSERT_EQ(op.device_begin_us.has_value(), has_device_time(want.kind));
+    if (op.device_begin_us) { EXPECT_LE(*op.device_begin_us, *op.device_end_us); }
+  }
+  // Device work of one stream runs in enqueue order; the wait orders affine_kernel (stream 2)
+  // after add_kernel (stream 1). Event timestamps: 0.5 us resolution on CUDA.
+  const double slack = api() == devctx::Api::cuda ? 1.0 : 0.0;
+  std::map<int, double> last_end;
+  for (const auto& op : r.ops) {
+    if (!op.device_begin_us) continue;
+    if (last_end.contains(op.stream)) { EXPECT_GE(*op.device_begin_us + slack, last_end[op.stream]) << op.name; }
+    last_end[op.stream] = *op.device_end_us;
+  }
+  auto find = [&](const char* name) {
+    return *std::find_if(r.ops.begin(), r.ops.end(), [&](const auto& op) { return op.name == name; });
+  };
+  EXPECT_GE(*find("affine_kernel").device_begin_us + slack, *find("add_kernel").device_end_us);
+}
+
+TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
+  const Recorded r = record_program(ctx(), rng);
+  ASSERT_TRUE(r.program.values_ok) << r.program.first_bad;
+  const std::string path = testing::TempDir() + "devctx_trace_test.json";
+  devctx::trace::write(path);
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const json doc = json::parse(in);  // throws (fails the test) unless it is valid JSON
+  std::remove(path.c_str());
+  ASSERT_TRUE(doc.contains("traceEvents"));
+  const json& events = doc["traceEvents"];
+  ASSERT_TRUE(events.is_array());
+
+  // Track names: the host is process 0, the device process 1 with a thread per stream.
+  std::map<std::pair<int, int>, std::string> thread_names;
+  std::map<int, std::string> process_names;
+  std::vector<json> host, device;
+  std::set<std::uint64_t> flow_starts, flow_ends;
+  for (const json& e : events) {
+    const std::string ph = e.at("ph");
+    if (ph == "M" && e.at("name") == "process_name") process_names[e.at("pid")] = e.at("args").at("name");
+    else if (ph == "M" && e.at("name") == "thread_name") thread_names[{e.at("pid"), e.at("tid")}] = e.at("args").at("name");
+    else if (ph == "s") flow_starts.insert(e.at("id").get<std::uint64_t>());
+    else if (ph == "f") flow_ends.insert(e.at("id").get<std::uint64_t>());
+    else if ((ph == "X" || ph == "i") && e.at("pid") == 0) host.push_back(e);
+    else if (ph == "X") device.push_back(e);
+    else EXPECT_EQ(ph, "C") << e.dump();  // the device-memory counter
+  }
+  EXPECT_EQ(process_names[0], "host");
+  EXPECT_EQ(process_names[1], r.ops[0].device);
+  EXPECT_EQ(thread_names[(std::pair{1, 1})], "stream 1");
+  EXPECT_EQ(thread_names[(std::pair{1, 2})], "stream 2");
+
+  const auto& expected = r.program.expected;
+  ASSERT_EQ(host.size(), expected.size());
+  std::vector<std::size_t> device_ops;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "host event " << i + 1 << ": " << host[i].dump());
+    const json& e = host[i];
+    const auto& want = expected[i];
+    EXPECT_EQ(e.at("name"), want.name);
+    EXPECT_EQ(e.at("cat"), devctx::trace::to_string(want.kind));
+    EXPECT_EQ(e.at("ph"), want.kind == Kind::record_event ? "i" : "X");
+    EXPECT_EQ(e.at("tid"), r.ops[0].host_thread);
+    EXPECT_EQ(thread_names[(std::pair{0, e.at("tid").get<int>()})], "host thread " + std::to_string(r.ops[0].host_thread));
+    const json& a = e.at("args");
+    EXPECT_EQ(a.at("op"), i + 1);
+    EXPECT_EQ(a.at("stream"), want.stream);
+    EXPECT_EQ(a.at("device"), r.ops[0].device);
+    if (want.bytes > 0) EXPECT_EQ(a.at("bytes"), want.bytes);
+    else EXPECT_FALSE(a.contains("bytes"));
+    if (want.kind == Kind::copy) {
+      EXPECT_EQ(a.at("direction"), devctx::trace::to_string(want.direction));
+      EXPECT_EQ(a.at("host_memory"), want.direction == Direction::device_to_device ? "none"
+                                     : want.pageable                             ? "pageable"
+                                                                                 : "pinned");
+      EXPECT_EQ(a.at("path"), "direct");
+    }
+    if (want.kind == Kind::kernel) {
+      EXPECT_EQ(a.at("grid_dim"), json::array({r.program.grid, 1, 1}));
+      EXPECT_EQ(a.at("block_dim"), json::array({r.program.block, 1, 1}));
+      EXPECT_EQ(a.at("shared_bytes"), 0);
+    }
+    if (has_device_time(want.kind)) device_ops.push_back(i);
+  }
+  // One execution event per device operation, on its stream's track, in enqueue order, with
+  // the same name and fields, and an arrow from its enqueue.
+  ASSERT_EQ(device.size(), device_ops.size());
+  for (std::size_t k = 0; k < device.size(); ++k) {
+    const json& e = device[k];
+    const auto& want = expected[device_ops[k]];
+    SCOPED_TRACE(e.dump());
+    EXPECT_EQ(e.at("name"), want.name);
+    EXPECT_EQ(e.at("pid"), 1);
+    EXPECT_EQ(e.at("tid"), want.stream);
+    EXPECT_EQ(e.at("args").at("op"), device_ops[k] + 1);
+    if (want.bytes > 0) { EXPECT_EQ(e.at("args").at("bytes"), want.bytes); }
+    EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    EXPECT_TRUE(flow_starts.contains(device_ops[k] + 1));
+    EXPECT_TRUE(flow_ends.contains(device_ops[k] + 1));
+  }
+}
+
+TEST_P(Traced, TheReportCountsExactlyWhatTheProgramMoved) {
+  const Recorded r = record_program(ctx(), rng);
+  ASSERT_TRUE(r.program.values_ok) << r.program.first_bad;
+  const std::uint64_t bytes = r.program.n * sizeof(std::uint32_t);
+  const devctx::trace::Report report = ctx().report();
+  EXPECT_EQ(report.host_to_device_pinned.count, 1u);
+  EXPECT_EQ(report.host_to_device_pinned.bytes, bytes);
+  EXPECT_EQ(report.host_to_device_pageable.count, 1u);
+  EXPECT_EQ(report.host_to_device_pageable.bytes, bytes);
+  EXPECT_EQ(report.device_to_host_pinned.count, 2u);
+  EXPECT_EQ(report.device_to_host_pinned.bytes, 2 * bytes);
+  EXPECT_EQ(report.device_to_host_pageable.count, 1u);
+  EXPECT_EQ(report.device_to_host_pageable.bytes, bytes);
+  EXPECT_EQ(report.device_to_device.count, 2u);
+  EXPECT_EQ(report.device_to_device.bytes, 2 * bytes);
+  EXPECT_EQ(report.host_to_host.count, 1u);
+  EXPECT_EQ(report.host_to_host.bytes, bytes);
+  EXPECT_EQ(report.transfer_bytes(), 8 * bytes);
+  EXPECT_EQ(report.kernels, 2u);
+  EXPECT_EQ(report.fills, 1u);
+  EXPECT_EQ(report.fill_bytes, bytes);
+  EXPECT_EQ(report.round_trips, 1u);  // uploads, then downloads: one round trip
+
+  // The time shares are those of the trace file's device events.
+  const json doc = json::parse(devctx::trace::to_json(r.ops));
+  double copy_us = 0, kernel_us = 0, fill_us = 0;
+  for (const json& e : doc["traceEvents"]) {
+    if (e.at("ph") != "X" || e.at("pid") == 0) continue;
+    const double dur = e.at("dur");
+    if (e.at("cat") == "copy") copy_us += dur;
+    if (e.at("cat") == "kernel") kernel_us += dur;
+    if (e.at("cat") == "fill") fill_us += dur;
+  }
+  const double tolerance = 0.002 * double(r.ops.size());  // the file rounds each time to 1 ns
+  EXPECT_NEAR(report.transfer_ms() * 1000, copy_us, tolerance);
+  EXPECT_NEAR(report.kernel_ms * 1000, kernel_us, tolerance);
+  EXPECT_NEAR(report.fill_ms * 1000, fill_us, tolerance);
+  const double busy = copy_us + kernel_us + fill_us;
+  ASSERT_GT(busy, 0);
+  EXPECT_NEAR(report.transfer_share, copy_us / busy, 1e-3);
+  // The text names every direction the program used.
+  const std::string text = devctx::trace::to_string(report);
+  EXPECT_THAT(text, testing::HasSubstr("host -> device (HostBuffer, pinned)"));
+  EXPECT_THAT(text, testing::HasSubstr("round trips (uploads then a download): 1"));
+}
+
+TEST_P(Traced, TransfersThatDominateGetTheLessonsAdvice) {
+  // A synthetic list: the report's rules, independent of how fast this machine copies.
+  std::vector<devctx::trace::Operation> ops(3);
+  ops[0].kind = Kind::copy;
+  ops[0].direction = Direction::host_to_device;
+  ops[0].pageable = true;
+  ops[0].bytes = 1 << 20;
+  ops[0].device_begin_us = 0;
+  ops[0].device_end_us = 900;
+  ops[1].kind = Kind::kernel;
+  ops[1].device_begin_us = 900;
+  ops[1].device_end_us = 1000;
+  ops[2] = ops[0];
+  ops[2].direction = Direction::device_to_host;
+  const auto report = devctx::trace::summarize(ops);
+  EXPECT_NEAR(report.transfer_share, 1800.0 / 1900.0, 1e-12);
+  EXPECT_EQ(report.round_trips, 1u);
+  ASSERT_EQ(report.advice.size(), 2u);
+  EXPECT_THAT(report.advice[0], testing::HasSubstr("keep data on the device"));
+  EXPECT_THAT(report.advice[1], testing::HasSubstr("HostBuffer"));
+  ASSERT_EQ(report.largest.size(), 2u);
+  EXPECT_EQ(report.largest[0].bytes_each, 1u << 20);
+  EXPECT_THAT(devctx::trace::to_string(report), testing::HasSubstr("1 x 1.0 MiB"));
+  // Kernels dominating: no advice.
+  ops[1].device_end_us = 100000;
+  EXPECT_TRUE(devctx::trace::summarize(ops).advice.empty());
+}
+
+TEST_P(Traced, RefusedWorkIsNotRecordedAndNothingIsRecordedWhileOff) {
+  auto a = ctx().enqueue_create_buffer<float>(10);
+  auto b = ctx().enqueue_create_buffer<float>(11);
+  EXPECT_TRUE(devctx::trace::operations().empty());  // recording is off
+  EXPECT_FALSE(devctx::trace::recording());
+  try {
+    (void)ctx().report();
+    ADD_FAILURE() << "report() without a recording did not throw";
+  } catch (const devctx::Error& e) {
+    EXPECT_EQ(e.code(), devctx::Errc::not_available);
+    EXPECT_THAT(e.what(), testing::HasSubstr("DEVCTX_REPORT=1"));
+  }
+  devctx::trace::start();
+  EXPECT_TRUE(devctx::trace::recording());
+  EXPECT_THROW(ctx().enqueue_copy(a, b), devctx::Error);  // sizes differ: refused, nothing enqueued
+  EXPECT_TRUE(devctx::trace::operations().empty());
+  ctx().enqueue_copy(a, b.slice(0, 10));
+  ctx().synchronize();
+  const auto ops = devctx::trace::operations();
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name, "copy DtoD");
+  EXPECT_EQ(ops[1].name, "synchronize");
+  EXPECT_EQ(ctx().report().device_to_device.bytes, 40u);
+}
+
+TEST_P(Traced, EachHostThreadAndStreamHasItsOwnTrack) {
+  // Two host threads, each enqueueing on its own stream at the same time.
+  constexpr int kCopies = 50;
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(100, 1000)(rng);
+  auto a = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  auto b = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  auto c = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  ctx().enqueue_memset(a, 7u);
+  ctx().synchronize();
+  devctx::trace::start();
+  std::vector<std::thread> threads;
+  for (auto* dst : {&b, &c})
+    threads.emplace_back([&, dst] {
+      auto s = ctx().create_stream();
+      for (int i = 0; i < kCopies; ++i) s.enqueue_copy(*dst, a);
+      s.synchronize();
+    });
+  for (auto& t : threads) t.join();
+  devctx::trace::stop();
+  const auto ops = devctx::trace::operations();
+  ASSERT_EQ(ops.size(), 2u * (kCopies + 1));  // the copies and each stream's synchronize
+  std::map<int, std::set<int>> streams_of_thread;
+  std::map<int, int> copies_of_thread;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].id, i + 1);
+    streams_of_thread[ops[i].host_thread].insert(ops[i].stream);
+    if (ops[i].kind == Kind::copy) {
+      ++copies_of_thread[ops[i].host_thread];
+      EXPECT_EQ(ops[i].bytes, n * sizeof(std::uint32_t));
+      EXPECT_TRUE(ops[i].device_begin_us.has_value());
+    }
+  }
+  ASSERT_EQ(streams_of_thread.size(), 2u);
+  std::set<int> streams;
+  for (const auto& [thread, s] : streams_of_thread) {
+    ASSERT_EQ(s.size(), 1u) << "host thread " << thread;  // each thread used one stream
+    streams.insert(*s.begin());
+    EXPECT_EQ(copies_of_thread[thread], kCopies);
+  }
+  EXPECT_EQ(streams.size(), 2u);
+  // Every element arrived.
+  for (auto* dst : {&b, &c}) {
+    std::vector<std::uint32_t> host(n, 0);
+    ctx().enqueue_copy(std::span<std::uint32_t>(host), *dst);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(host[i], 7u) << i;
+  }
+}
+
+TEST_P(Traced, LargePageableCopiesSayWhetherTheyWereStaged) {
+  // Above DEVCTX_CUDA_STAGING_THRESHOLD (8 MiB by default) the CUDA backend stages a pageable
+  // copy through pinned chunks; the CPU backend never stages.
+  const std::size_t n = (std::size_t{9} << 20) / sizeof(std::uint32_t) + std::uniform_int_distribution<std::size_t>(0, 999)(rng);
+  std::vector<std::uint32_t> in(n), out(n, 0xDEADBEEFu);
+  for (auto& x : in) x = std::uint32_t(rng());
+  auto d = ctx().enqueue_create_buffer<std::uint32_t>(n);
+  devctx::trace::start();
+  ctx().enqueue_copy(d, std::span<const std::uint32_t>(in));
+  ctx().enqueue_copy(std::span<std::uint32_t>(out), d);
+  ctx().synchronize();
+  devctx::trace::stop();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], in[i]) << i;
+  const auto ops = devctx::trace::operations();
+  ASSERT_EQ(ops.size(), 3u);
+  const char* staging = std::getenv("DEVCTX_CUDA_STAGING");
+  const bool staged = api() == devctx::Api::cuda && (staging == nullptr || std::string(staging) != "0");
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(ops[i].kind, Kind::copy);
+    EXPECT_TRUE(ops[i].pageable);
+    EXPECT_EQ(ops[i].bytes, n * sizeof(std::uint32_t));
+    EXPECT_EQ(ops[i].staged, staged) << ops[i].name;
+  }
+  const json doc = json::parse(devctx::trace::to_json(ops));
+  int with_path = 0;
+  for (const json& e : doc["traceEvents"])
+    if (e.at("ph") == "X" && e.at("cat") == "copy") {
+      EXPECT_EQ(e.at("args").at("path"), staged ? "staged" : "direct");
+      ++with_path;
+    }
+  EXPECT_EQ(with_path, 4);  // host and device events of both copies
+}
+
+TEST_P(Traced, WritingToABadPathIsAClearError) {
+  devctx::trace::start();
+  try {
+    devctx::trace::write("/nonexistent-directory/trace.json");
+    ADD_FAILURE() << "write did not throw";
+  } catch (const devctx::Error& e) {
+    EXPECT_EQ(e.code(), devctx::Errc::invalid_argument);
+    EXPECT_THAT(e.what(), testing::HasSubstr("cannot open '/nonexistent-directory/trace.json'"));
+  }
+}
+
+DEVCTX_INSTANTIATE_BACKEND_TESTS(Traced);
+
+}  // namespace
+}  // namespace devctx_test

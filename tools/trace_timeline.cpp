@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// tools/trace_timeline.cpp - `devctx trace timeline FILE --svg OUT.svg`: a trace's device work
+// drawn as a timeline, written as SVG by the tool itself: one row per stream of each device, one
+// bar per operation from its device begin to end, coloured by kind (uploads, downloads, copies
+// on the device, kernels, fills, waits), with a time axis and a legend. The picture of
+// docs/observability.md; for zooming, open the trace itself in ui.perfetto.dev.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tool.hpp"
+
+namespace devctx_tool {
+namespace {
+
+using devctx::trace::Direction;
+using devctx::trace::Kind;
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string num(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", v);
+  return buffer;
+}
+
+struct Style {
+  const char* label;
+  const char* colour;
+};
+
+Style style_of(const devctx::trace::Operation& op) {
+  switch (op.kind) {
+    case Kind::kernel: return {"kernel", "#2ca02c"};
+    case Kind::fill: return {"memset", "#9467bd"};
+    case Kind::wait: return {"wait for an event", "#c7c7c7"};
+    case Kind::copy:
+      if (op.direction == Direction::host_to_device) return {"copy host -> device", "#1f77b4"};
+      if (op.direction == Direction::device_to_host) return {"copy device -> host", "#d62728"};
+      return {"copy on one side", "#ff7f0e"};
+    default: return {"other", "#7f7f7f"};
+  }
+}
+
+}  // namespace
+
+int run_trace_timeline(const std::string& path, const std::string& svg_path) {
+  std::vector<devctx::trace::Operation> ops;
+  try {
+    ops = read_trace(path);
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "devctx: error: %s\n", e.what());
+    return Exit::error;
+  }
+  std::erase_if(ops, [](const auto& op) { return !op.device_begin_us || !op.device_end_us; });
+  if (ops.empty()) {
+    std::fprintf(stderr, "devctx: error: '%s' holds no device times (was the work synchronized before the program ended?)\n",
+                 path.c_str());
+    return Exit::error;
+  }
+  std::map<std::pair<std::string, int>, int> rows;  // (device, stream) -> row
+  double t0 = *ops.front().device_begin_us, t1 = t0;
+  for (const auto& op : ops) {
+    rows.try_emplace({op.device, op.stream}, 0);
+    t0 = std::min(t0, *op.device_begin_us);
+    t1 = std::max(t1, *op.device_end_us);
+  }
+  int index = 0;
+  for (auto& [key, row] : rows) row = index++;
+  if (t1 <= t0) t1 = t0 + 1;
+  const double left = 190, right = 20, top = 50, row_h = 34, width = 1000;
+  const double plot_w = width - left - right;
+  const double height = top + row_h * double(rows.size()) + 90;
+  auto x_of = [&](double us) { return left + (us - t0) / (t1 - t0) * plot_w; };
+
+  std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
+         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  char title[160];
+  std::snprintf(title, sizeof title, "device timeline: %zu operations over %.3f ms", ops.size(), (t1 - t0) / 1000.0);
+  svg += "<text x=\"" + num(left) + "\" y=\"24\" font-size=\"15\">" + escape(title) + "</text>\n";
+  for (const auto& [key, row] : rows) {
+    const double y = top + row_h * row;
+    svg += "<text x=\"8\" y=\"" + num(y + row_h / 2 + 4) + "\">" +
+           escape(key.first.substr(0, key.first.find(' ')) + " stream " + std::to_string(key.second)) + "</text>\n";
+    svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + plot_w) + "\" y1=\"" + num(y + row_h) + "\" y2=\"" +
+           num(y + row_h) + "\" stroke=\"#eee\"/>\n";
+  }
+  std::map<std::string, const char*> legend;
+  for (const auto& op : ops) {
+    const Style s = style_of(op);
+    legend.emplace(s.label, s.colour);
+    const double y = top + row_h * rows.at({op.device, op.stream}) + 5;
+    const double x = x_of(*op.device_begin_us);
+    const double w = std::max(0.5, x_of(*op.device_end_us) - x);
+    char tip[96];
+    std::snprintf(tip, sizeof tip, ": %.3f ms", (*op.device_end_us - *op.device_begin_us) / 1000.0);
+    svg += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(row_h - 10) +
+           "\" fill=\"" + s.colour + "\"><title>" + escape(op.name) + (op.bytes > 0 ? " " + bytes_text(op.bytes) : "") +
+           tip + "</title></rect>\n";
+  }
+  const double axis_y = top + row_h * double(rows.size()) + 4;
+  svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + plot_w) + "\" y1=\"" + num(axis_y) + "\" y2=\"" +
+         num(axis_y) + "\" stroke=\"black\"/>\n";
+  for (int i = 0; i <= 5; ++i) {
+    const double us = t0 + (t1 - t0) * i / 5;
+    char label[32];
+    std::snprintf(label, sizeof label, "%.2f ms", (us - t0) / 1000.0);
+    svg += "<text x=\"" + num(x_of(us)) + "\" y=\"" + num(axis_y + 16) + "\" text-anchor=\"middle\">" + label +
+           "</text>\n";
+  }
+  double lx = left;
+  for (const auto& [label, colour] : legend) {
+    svg += "<rect x=\"" + num(lx) + "\" y=\"" + num(axis_y + 34) + "\" width=\"12\" height=\"12\" fill=\"" + colour +
+           "\"/>\n<text x=\"" + num(lx + 16) + "\" y=\"" + num(axis_y + 44) + "\">" + escape(label) + "</text>\n";
+    lx += 30 + 7.0 * double(label.size());
+  }
+  svg += "</svg>\n";
+  std::FILE* f = std::fopen(svg_path.c_str(), "wb");
+  bool written = f != nullptr && std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+  if (f != nullptr && std::fclose(f) != 0) written = false;
+  if (!written) {
+    std::fprintf(stderr, "devctx: error: cannot write the timeline to '%s'\n", svg_path.c_str());
+    return Exit::error;
+  }
+  std::printf("%s: %zu device operations on %zu streams over %.3f ms drawn in %s\n", path.c_str(), ops.size(),
+              rows.size(), (t1 - t0) / 1000.0, svg_path.c_str());
+  return Exit::ok;
+}
+
+}  // namespace devctx_tool
