@@ -11,6 +11,7 @@
 #   3a. the transfers benchmark (bench/cuda/transfers_bench.cu: pageable, page-locked and staged
 #      copies, sweeps of the staging settings) and the pipeline example (examples/07_pipeline) at
 #      its default size, into bench-transfers.log
+#   3c. with two GPUs, the peer copy benchmark (bench/cuda/peer_bench.cu) into bench-peer.log
 #   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
@@ -208,6 +209,14 @@ if [[ -x $BUILD/bench/cuda/devctx_bench_transfers ]]; then
   step "transfers benchmark and pipeline example" bench-transfers.log transfers
 else
   skip "transfers benchmark" "devctx_bench_transfers not built"
+fi
+# Copies between two GPUs (docs/scale-out.md): only on a machine with two (nvidia-h200-x2).
+PEER_BENCH=$BUILD/bench/cuda/devctx_bench_peer
+GPUS=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
+if [[ -x $PEER_BENCH && $GPUS -ge 2 ]]; then
+  step "peer copy benchmark (devctx vs cudaMemcpyPeerAsync, 2 GPUs)" bench-peer.log "$PEER_BENCH"
+else
+  skip "peer copy benchmark" "needs devctx_bench_peer and two GPUs ($GPUS present)"
 fi
 CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then

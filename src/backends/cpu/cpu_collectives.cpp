@@ -302,8 +302,10 @@ class CpuRank final : public CommImpl {
                  "; every rank must make the same collective calls, with the same types, operations, roots and sizes, "
                  "in the same order");
       {
-        const std::lock_guard lock(cq.cpu_device().pool().mutex);
+        Pool& pool = cq.cpu_device().pool();
+        std::unique_lock lock(pool.mutex);
         rdv->fail_and_open(why);
+        CpuQueue::release_idle(pool, lock);  // queues the opening left without work
       }
       fail(Errc::invalid_argument, why, " (this rank's call enqueued nothing; the others fail at their synchronize)");
     }
