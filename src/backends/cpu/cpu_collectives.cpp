@@ -50,6 +50,7 @@ struct Side {
   std::byte* send = nullptr;
   std::byte* recv = nullptr;
   std::vector<std::byte> scratch;  // the result of an in-place call, until the "done" gate
+  check::ShadowRegistry* written = nullptr;  // the party's device's record of written memory
   std::atomic<bool> joined{false};
 };
 
@@ -86,7 +87,7 @@ struct Rendezvous {
     Side& me = sides[p];
     std::byte* out = me.scratch.empty() ? me.recv : me.scratch.data();
     const std::size_t bytes = count * element_bytes;
-    std::vector<const void*> inputs;  // at most 64 pointers; reserved before use
+    std::vector<const void*> inputs;  // one per party; no memory for it fails the collective
     auto all_sends = [&](std::size_t offset) {
       inputs.clear();
       for (const Side& s : sides) inputs.push_back(s.send + offset);
@@ -121,6 +122,13 @@ struct Rendezvous {
     } catch (...) {
       compute_failed = true;  // no memory for the input list
     }
+    if (out == me.recv) mark_written(p);
+  }
+
+  /// Checking mode: party `p`'s result counts as written device memory.
+  void mark_written(std::size_t p) noexcept {
+    const Side& me = sides[p];
+    if (me.recv != nullptr && !me.written->empty()) me.written->mark_written(me.recv, result_bytes(p));
   }
 
   [[nodiscard]] std::size_t result_bytes(std::size_t p) const noexcept {
@@ -210,7 +218,9 @@ struct FinishOp final : Op {
   [[nodiscard]] Gate* gate() const noexcept override { return &rdv->done_gate; }
   void run_part(std::size_t) noexcept override {
     Side& me = rdv->sides[party];
-    if (!rdv->failed() && !rdv->compute_failed) std::memcpy(me.recv, me.scratch.data(), me.scratch.size());
+    if (rdv->failed() || rdv->compute_failed) return;
+    std::memcpy(me.recv, me.scratch.data(), me.scratch.size());
+    rdv->mark_written(party);
   }
   std::shared_ptr<Rendezvous> rdv;
   std::size_t party;
@@ -325,6 +335,7 @@ class CpuRank final : public CommImpl {
     auto compute = std::make_unique<ComputeOp>(rdv, party);
     side.scratch = std::move(scratch);
     auto finish = std::make_unique<FinishOp>(rdv, party);
+    side.written = &cq.cpu_device().written();
     side.send = send;
     side.recv = writes ? recv : nullptr;
     side.joined = true;

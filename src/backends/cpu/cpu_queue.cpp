@@ -212,9 +212,11 @@ void CpuQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_ki
   }
 }
 
-void CpuQueue::copy_peer(void* dst, DeviceImpl&, const void* src, DeviceImpl&, std::size_t bytes) {
+void CpuQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl&, std::size_t bytes) {
   // Both sides are host memory: an ordinary copy, run by this device's workers in its order.
-  push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers(), cpu().written()));
+  // What it writes counts as written on the destination's device (checking mode).
+  auto& written = static_cast<CpuDevice&>(dst_device).written();
+  push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers(), written));
 }
 
 void CpuQueue::fill(void* dst, MemKind, std::size_t count, const void* value, std::size_t element_bytes) {
