@@ -15,6 +15,7 @@
 #      trace against the demo's own CUDA-event timing, within 5% (tools/check_demo_trace.py), the
 #      trace drawn as a timeline, and, when nsys is installed, an Nsight Systems run with
 #      DEVCTX_NVTX=1 whose NVTX summary must name devctx's operations and kernels; into trace.log
+#   3d. with two GPUs, the peer copy benchmark (bench/cuda/peer_bench.cu) into bench-peer.log
 #   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
@@ -238,6 +239,14 @@ if [[ -x $BUILD/tools/devctx ]]; then
   step "trace of devctx demo vs CUDA events (5%), NVTX under nsys" trace.log trace_check
 else
   skip "trace of devctx demo" "the devctx tool not built"
+fi
+# Copies between two GPUs (docs/scale-out.md): only on a machine with two (nvidia-h200-x2).
+PEER_BENCH=$BUILD/bench/cuda/devctx_bench_peer
+GPUS=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
+if [[ -x $PEER_BENCH && $GPUS -ge 2 ]]; then
+  step "peer copy benchmark (devctx vs cudaMemcpyPeerAsync, 2 GPUs)" bench-peer.log "$PEER_BENCH"
+else
+  skip "peer copy benchmark" "needs devctx_bench_peer and two GPUs ($GPUS present)"
 fi
 CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then

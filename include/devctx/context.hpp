@@ -101,8 +101,24 @@ class DeviceContext : public StreamRef {
   DeviceContext& operator=(const DeviceContext&) = delete;
   ~DeviceContext();
 
-  /// Number of devices of a backend: 0 when none is present or the backend was not built.
+  /// Number of devices of a backend: 0 when none is present or the backend was not built. For
+  /// Api::cpu: the number of CPU devices the CPU is split into (set_cpu_device_count, else
+  /// DEVCTX_CPU_DEVICES, else 1); throws Error(invalid_argument) for a malformed DEVCTX_CPU_DEVICES.
   [[nodiscard]] static int count(Api api);
+
+  /// Splits the CPU into `count` devices (1 to 64), each with its own id and its share of the
+  /// worker threads (DEVCTX_CPU_THREADS or one per hardware thread, divided by `count`, at
+  /// least one each), so that multi-device code and collectives (devctx/comm.hpp) run anywhere.
+  /// Overrides DEVCTX_CPU_DEVICES; 0 lets the variable decide again. Devices already open keep
+  /// their workers; contexts made afterwards see the new count. Throws Error(invalid_argument)
+  /// outside 0..64.
+  static void set_cpu_device_count(int count);
+
+  /// Whether this device reads and writes `other`'s memory directly: always for itself and
+  /// between CPU devices; between GPUs when CUDA reports peer access (enqueue_copy then enables
+  /// it on first use and copies directly; without it, copies between the two are staged by
+  /// the driver through host memory). False between a GPU and a CPU device.
+  [[nodiscard]] bool can_access_peer(const DeviceContext& other) const;
 
   [[nodiscard]] Api api() const;
   [[nodiscard]] int id() const;

@@ -17,6 +17,7 @@
 #include <devctx/block.hpp>
 #include <devctx/buffer.hpp>
 #include <devctx/collectives.hpp>
+#include <devctx/comm.hpp>
 #include <devctx/context.hpp>
 #include <devctx/device_info.hpp>
 #include <devctx/device_view.hpp>

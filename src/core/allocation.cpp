@@ -8,9 +8,10 @@
 namespace devctx::detail {
 
 void Allocation::note_use(QueueImpl& queue) {
-  // Only queues of the allocation's own device can order its free (their events are the only
-  // ones its home queue can wait for).
-  if (&queue == home_.get() || &queue.device() != &home_->device()) return;
+  // Only queues whose events the home queue can wait for can order its free: its own device's,
+  // and other devices' where the backend can wait across devices (CPU devices, GPUs). Work of
+  // other queues is synchronous with the host (copies through host memory).
+  if (&queue == home_.get() || !home_->device().can_wait_for(queue.device())) return;
   const std::lock_guard lock(users_mutex_);
   for (const auto& user : other_users_) {
     if (const auto q = user.lock(); q.get() == &queue) return;

@@ -64,6 +64,10 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
   /// `bytes` from src to dst. When either side is pageable host memory, returns only once the
   /// copy has read or written that memory.
   virtual void copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) = 0;
+  /// `bytes` from device memory of `src_device` to device memory of `dst_device`: one of them
+  /// is this queue's device, the other one of the same backend for which can_access_peer or
+  /// can_copy_peer said yes (checked by core). Stream-ordered on this queue only.
+  virtual void copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device, std::size_t bytes);
   /// Fills `count` elements of `element_bytes` each with the pattern at `value`.
   virtual void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) = 0;
   virtual void launch(const KernelLaunch& launch) = 0;
@@ -91,6 +95,15 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// no failure of that work (each queue keeps its own for its synchronize); throws only when
   /// the device itself has failed (CUDA: a sticky error).
   virtual void synchronize_device() = 0;
+
+  /// Whether this device's queues can wait for events of `other` in stream order
+  /// (enqueue_wait_for), and so order a free after another device's use. Default: its own only.
+  [[nodiscard]] virtual bool can_wait_for(const DeviceImpl& other) const noexcept { return &other == this; }
+  /// Whether this device reads and writes `other`'s memory directly (DeviceContext::can_access_peer).
+  [[nodiscard]] virtual bool can_access_peer(const DeviceImpl& other) const { return &other == this; }
+  /// Whether this device's queues copy between its memory and `other`'s (copy_peer), directly
+  /// or staged. Default: no other device.
+  [[nodiscard]] virtual bool can_copy_peer(const DeviceImpl& other) const { return &other == this; }
 
   /// A queue over a native stream made elsewhere (a cudaStream_t on CUDA), which it never
   /// destroys. Throws Error(not_available) on a backend without native streams (the default).
@@ -137,7 +150,10 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
 };
 
 // ---- backend entry points (each backend folder defines its own) ------------------------------
-[[nodiscard]] int cpu_device_count() noexcept;
+/// DEVCTX_CPU_DEVICES or set_cpu_device_count's count; throws Error(invalid_argument) for a
+/// malformed DEVCTX_CPU_DEVICES.
+[[nodiscard]] int cpu_device_count();
+void set_cpu_device_count(int count);
 [[nodiscard]] std::shared_ptr<DeviceImpl> open_cpu_device(int id);
 [[nodiscard]] int cuda_device_count() noexcept;
 [[nodiscard]] std::shared_ptr<DeviceImpl> open_cuda_device(int id);

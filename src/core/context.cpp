@@ -32,13 +32,18 @@ void QueueImpl::enable_checking() {
   watch_ = std::move(watch);
 }
 
+void QueueImpl::copy_peer(void*, DeviceImpl& dst_device, const void*, DeviceImpl& src_device, std::size_t) {
+  fail(Errc::not_available, "enqueue_copy on ", device_.label(), ": copies between ", dst_device.label(), " and ",
+       src_device.label(), " are not available on this backend; copy through host memory");
+}
+
 namespace {
 
 /// How core counts and opens the devices of each backend: the one place that maps an Api to
 /// a backend folder's entry points.
 struct Backend {
   Api api;
-  int (*device_count)() noexcept;
+  int (*device_count)();
   std::shared_ptr<DeviceImpl> (*open_device)(int id);
 };
 
@@ -197,6 +202,12 @@ DeviceContext& DeviceContext::operator=(DeviceContext&& other) noexcept {
 DeviceContext::~DeviceContext() = default;
 
 int DeviceContext::count(Api api) { return detail::backend(api).device_count(); }
+
+void DeviceContext::set_cpu_device_count(int count) { detail::set_cpu_device_count(count); }
+
+bool DeviceContext::can_access_peer(const DeviceContext& other) const {
+  return impl().device().can_access_peer(other.impl().device());
+}
 
 detail::ContextImpl& DeviceContext::impl() const {
   if (!impl_) detail::throw_invalid_handle("a moved-from DeviceContext: it has no device any more");

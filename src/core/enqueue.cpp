@@ -28,7 +28,37 @@ void check_same_device(const QueueImpl& queue, const Allocation* allocation, con
 }
 
 void note_use_if_local(QueueImpl& queue, Allocation* allocation) {
-  if (allocation != nullptr && &allocation->device() == &queue.device()) allocation->note_use(queue);
+  if (allocation != nullptr) allocation->note_use(queue);  // a no-op where the free cannot be ordered after it
+}
+
+/// The device of the DeviceBuffer side of a copy that belongs to another device than the
+/// queue's, or null.
+DeviceImpl* foreign_device(const QueueImpl& queue, const MemRef& ref) {
+  if (ref.kind != MemKind::device || ref.allocation == nullptr || &ref.allocation->device() == &queue.device())
+    return nullptr;
+  return &ref.allocation->device();
+}
+
+/// How a copy between two devices runs, or an Error naming why it cannot: a peer copy between
+/// devices of one backend; on a GPU's stream, CPU device memory is ordinary host memory.
+enum class CrossCopy : unsigned char { none, peer, as_host };
+CrossCopy cross_copy_kind(const QueueImpl& queue, const MemRef& dst, const MemRef& src) {
+  DeviceImpl* d = foreign_device(queue, dst);
+  DeviceImpl* s = foreign_device(queue, src);
+  if (d == nullptr && s == nullptr) return CrossCopy::none;
+  DeviceImpl& here = queue.device();
+  if (d != nullptr && s != nullptr)
+    fail(Errc::wrong_device, "enqueue_copy on ", here.label(), ": neither side is memory of this device (the destination is a ",
+         dst.what, " of ", d->label(), ", the source a ", src.what, " of ", s->label(),
+         "); enqueue the copy on a stream of one of the two devices");
+  DeviceImpl& other = d != nullptr ? *d : *s;
+  if (here.can_copy_peer(other)) return CrossCopy::peer;
+  if (other.info().api == Api::cpu && here.info().api != Api::cpu) return CrossCopy::as_host;
+  fail(Errc::wrong_device, "enqueue_copy on ", here.label(), ": the ", d != nullptr ? "destination " : "source ",
+       d != nullptr ? dst.what : src.what, " belongs to ", other.label(), ", whose memory this device cannot reach; ",
+       other.info().api != Api::cpu && here.info().api == Api::cpu
+           ? "enqueue the copy on a stream of the GPU, which copies to and from CPU device memory"
+           : "copy it through host memory");
 }
 
 // A HostBuffer of another device is ordinary host memory to this one.
@@ -116,20 +146,27 @@ std::optional<std::size_t> volume(const Dim3& d) {
 }  // namespace
 
 void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::size_t element_bytes) {
-  check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "destination DeviceBuffer", "enqueue_copy");
-  check_same_device(queue, src.kind == MemKind::device ? src.allocation : nullptr, "source DeviceBuffer", "enqueue_copy");
+  const CrossCopy cross = cross_copy_kind(queue, dst, src);
   if (dst.count != src.count)
     fail(Errc::size_mismatch, "enqueue_copy on ", queue.device().label(), ": the destination ", dst.what, " has ",
          dst.count, " elements of ", element_bytes, " bytes but the source ", src.what, " has ", src.count,
          " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_copy", dst, element_bytes);
   check_no_overlap(queue, dst, src, bytes, element_bytes);
-  // A buffer of another device is host memory here (checked above), copied synchronously like
-  // pageable memory, so only buffers of this device need their frees ordered after this copy.
+  // A buffer of another device is either copied in stream order here (a peer copy: its free
+  // then waits for this queue too) or host memory, copied synchronously like pageable memory.
   note_use_if_local(queue, dst.allocation);
   note_use_if_local(queue, src.allocation);
   if (bytes == 0) return;
-  const MemKind dst_kind = effective_kind(queue, dst), src_kind = effective_kind(queue, src);
+  if (cross == CrossCopy::peer) {
+    DeviceImpl& dst_device = dst.allocation != nullptr ? dst.allocation->device() : queue.device();
+    DeviceImpl& src_device = src.allocation != nullptr ? src.allocation->device() : queue.device();
+    return queue.copy_peer(dst.data, dst_device, src.data, src_device, bytes);
+  }
+  const MemKind dst_kind = cross == CrossCopy::as_host && foreign_device(queue, dst) ? MemKind::host_pageable
+                                                                                     : effective_kind(queue, dst);
+  const MemKind src_kind = cross == CrossCopy::as_host && foreign_device(queue, src) ? MemKind::host_pageable
+                                                                                     : effective_kind(queue, src);
   GuardSlot into(host_guard_of(queue, dst)), out_of(host_guard_of(queue, src));
   trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::copy, .bytes = bytes, .dst = dst_kind, .src = src_kind}; },
                 [&] { queue.copy(dst.data, dst_kind, src.data, src_kind, bytes); });
@@ -231,9 +268,10 @@ std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) {
 
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
   if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
-  if (&event->device() != &queue.device())
+  if (!queue.device().can_wait_for(event->device()))
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
-         event->device().label(), "; streams can only wait for events of their own device");
+         event->device().label(), "; a stream can wait for events of devices of its own backend only: wait on the "
+         "host (event.synchronize()) before enqueueing the dependent work");
   const auto wait = [&] {
     trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::wait}; }, [&] { queue.wait_for(event); });
   };

@@ -77,13 +77,22 @@ void Pool::run_part(std::unique_lock<std::mutex>& lock, Op* op, bool helping) no
   }
 }
 
-CpuDevice::CpuDevice() : pool_(std::make_shared<Pool>()) {
+std::shared_ptr<SharedState> shared_state() {
+  static const auto state = std::make_shared<SharedState>();
+  return state;
+}
+
+CpuDevice::CpuDevice(int id, int count) : pool_(std::make_shared<Pool>()) {
   const CpuSettings settings = read_settings();
-  const std::size_t workers = settings.workers;
+  // Split devices share the CPU's workers, as GPUs of one machine share nothing: each gets its
+  // own threads so that one device's work never waits for another's.
+  const std::size_t workers = std::max<std::size_t>(1, settings.workers / std::size_t(std::max(count, 1)));
   pool_->stack_bytes = settings.stack_bytes;
   info_.api = Api::cpu;
-  info_.id = 0;
-  info_.name = concat("CPU (", workers, workers == 1 ? " thread" : " threads", "): ", cpu_model());
+  info_.id = id;
+  const std::string threads = concat(workers, workers == 1 ? " thread" : " threads");
+  info_.name = count == 1 ? concat("CPU (", threads, "): ", cpu_model())
+                          : concat("CPU device ", id, " of ", count, " (", threads, "): ", cpu_model());
   info_.multiprocessors = unsigned(workers);
   info_.max_threads_per_block = kMaxBlockThreads;
   info_.max_block_dim = {1024, 1024, 64};
@@ -169,8 +178,12 @@ void CpuDevice::dispatch(Op* op) noexcept {
 
 }  // namespace cpu
 
-int cpu_device_count() noexcept { return 1; }
+int cpu_device_count() { return cpu::device_count(); }
 
-std::shared_ptr<DeviceImpl> open_cpu_device(int) { return std::make_shared<cpu::CpuDevice>(); }
+void set_cpu_device_count(int count) { cpu::set_device_count(count); }
+
+std::shared_ptr<DeviceImpl> open_cpu_device(int id) {
+  return std::make_shared<cpu::CpuDevice>(id, cpu::device_count());
+}
 
 }  // namespace devctx::detail

@@ -27,8 +27,28 @@ class CpuQueue;
 
 // Hidden, as the operations are (operations.hpp says why).
 
+/// What every CPU device of the process shares: one lock, so that a queue waits for an event of
+/// another CPU device (or for the other ranks of a collective) exactly as for one of its own -
+/// the waiter links and gates are guarded by it - and the lists of what must be released with
+/// that lock released.
+struct [[gnu::visibility("hidden")]] SharedState {
+  std::mutex mutex;
+  /// Queues that became idle while holding a reference to themselves (CpuQueue::release_idle).
+  CpuQueue* first_idle = nullptr;
+  /// Finished ops that may hold the last reference to a queue of another device, whose
+  /// destruction takes this lock: destroyed by release_idle with the lock released.
+  Op* first_retired = nullptr;
+};
+/// The process's one SharedState (each pool holds it, so it outlives every device).
+[[nodiscard]] std::shared_ptr<SharedState> shared_state();
+
 /// Shared by the device and its workers, so a worker never touches a destroyed device.
 struct [[gnu::visibility("hidden")]] Pool {
+  Pool() : shared(shared_state()), mutex(shared->mutex) {}
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() = default;
+
   /// Claims the next part of `op` (active), runs it on the calling thread with the lock
   /// released, and completes the op if that was the last part. The caller has checked that
   /// running < capacity and that the op can run on its thread. `helping`: the caller is a host
@@ -42,12 +62,11 @@ struct [[gnu::visibility("hidden")]] Pool {
   void activate(Op* op) noexcept;
   void deactivate(Op* op) noexcept;
 
-  std::mutex mutex;
+  std::shared_ptr<SharedState> shared;
+  std::mutex& mutex;  // shared->mutex
   std::condition_variable work;
   Op* first_active = nullptr;
   Op* last_active = nullptr;
-  /// Queues that became idle while holding a reference to themselves (CpuQueue::release_idle).
-  CpuQueue* first_idle = nullptr;
   /// Threads running a part now (workers and helping host threads), at most `capacity`, so that
   /// the device never runs more threads than it has workers.
   std::size_t running = 0;
@@ -60,15 +79,21 @@ struct [[gnu::visibility("hidden")]] Pool {
 
 class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
  public:
-  /// Reads the settings (settings.hpp) and starts the workers. Throws Error(invalid_argument)
+  /// Device `id` of `count` CPU devices: reads the settings (settings.hpp) and starts its share
+  /// of the workers (DEVCTX_CPU_THREADS / count, at least one). Throws Error(invalid_argument)
   /// for a malformed setting, and Error(out_of_memory) when a worker thread cannot be started
   /// (after stopping the ones that were).
-  CpuDevice();
+  CpuDevice(int id, int count);
   ~CpuDevice() override;
 
   const DeviceInfo& info() const noexcept override { return info_; }
   std::shared_ptr<QueueImpl> create_queue() override;
   void synchronize_device() override;
+  // CPU devices share one lock (SharedState) and their memory is host memory: each can wait for
+  // and copy to and from every other.
+  [[nodiscard]] bool can_wait_for(const DeviceImpl& other) const noexcept override { return other.info().api == Api::cpu; }
+  [[nodiscard]] bool can_access_peer(const DeviceImpl& other) const override { return other.info().api == Api::cpu; }
+  [[nodiscard]] bool can_copy_peer(const DeviceImpl& other) const override { return other.info().api == Api::cpu; }
 
   [[nodiscard]] Pool& pool() const noexcept { return *pool_; }
   [[nodiscard]] const std::shared_ptr<Pool>& pool_ptr() const noexcept { return pool_; }

@@ -48,6 +48,13 @@ void CpuQueue::pump() noexcept {
       }
       return;
     }
+    if (Gate* gate = op->gate(); gate != nullptr && !gate->open) {
+      if (!gate_linked_) {  // room was reserved: no allocation
+        gate_linked_ = true;
+        gate->waiters.push_back(this);
+      }
+      return;
+    }
     head_dispatched_ = true;
     if (op->parts == 0) {
       complete(op);
@@ -60,9 +67,17 @@ void CpuQueue::pump() noexcept {
 void CpuQueue::complete(Op* op) noexcept {
   op->finish(failures_);
   completed_ = op->seq;
-  // Destroying the op may drop the last reference to another queue (a WaitOp's event), whose
-  // destructor takes no lock.
+  // Destroying the op may drop the last reference to another queue (a WaitOp's event). One of
+  // this device takes no lock; one of another CPU device may take the device's (shared) lock,
+  // so such an op is destroyed later with the lock released (release_idle).
+  std::unique_ptr<Op> finished = std::move(ops_.front());
   ops_.pop_front();
+  if (finished->retire_unlocked()) {
+    SharedState& shared = *cpu().pool().shared;
+    finished->next_retired = shared.first_retired;
+    shared.first_retired = finished.release();
+  }
+  finished.reset();
   head_dispatched_ = false;
   done.notify_all();
   // Unlink the waiters this completion releases before pumping any of them: pumping may link
@@ -93,15 +108,22 @@ void CpuQueue::complete(Op* op) noexcept {
 
 void CpuQueue::note_idle() noexcept {
   if (!self_while_busy_ || idle_listed_) return;
-  Pool& pool = cpu().pool();
+  SharedState& shared = *cpu().pool().shared;
   idle_listed_ = true;
-  next_idle_ = pool.first_idle;
-  pool.first_idle = this;
+  next_idle_ = shared.first_idle;
+  shared.first_idle = this;
 }
 
 void CpuQueue::release_idle(Pool& pool, std::unique_lock<std::mutex>& lock) noexcept {
-  while (CpuQueue* q = pool.first_idle) {
-    pool.first_idle = q->next_idle_;
+  SharedState& shared = *pool.shared;
+  while (Op* op = shared.first_retired) {
+    shared.first_retired = op->next_retired;
+    lock.unlock();
+    delete op;
+    lock.lock();
+  }
+  while (CpuQueue* q = shared.first_idle) {
+    shared.first_idle = q->next_idle_;
     q->next_idle_ = nullptr;
     q->idle_listed_ = false;
     if (!q->ops_.empty()) continue;  // given work again meanwhile: it keeps itself
@@ -115,7 +137,18 @@ void CpuQueue::release_idle(Pool& pool, std::unique_lock<std::mutex>& lock) noex
 void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq, bool report) {
   check_not_in_kernel(device(), "synchronize (or an event or pageable-copy wait)");
   while (completed_ < seq) {
-    if (!cpu().help(lock, this)) done.wait(lock);
+    if (cpu().help(lock, this)) continue;
+    Gate* gate = ops_.empty() || head_dispatched_ ? nullptr : ops_.front()->gate();
+    if (gate == nullptr || gate->open || gate->deadline == Clock::time_point::max()) {
+      done.wait(lock);
+      continue;
+    }
+    // Held at a collective's gate: past its deadline the other ranks are not coming (a
+    // mismatched or missing call), and the collective fails rather than hang.
+    if (done.wait_until(lock, gate->deadline) == std::cv_status::timeout && !gate->open && Clock::now() >= gate->deadline) {
+      gate->expire();
+      release_idle(cpu().pool(), lock);
+    }
   }
   if (!report) return;
   auto covered = [&](const QueuedFailure& f) { return f.seq <= seq; };
@@ -179,6 +212,13 @@ void CpuQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_ki
   }
 }
 
+void CpuQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl&, std::size_t bytes) {
+  // Both sides are host memory: an ordinary copy, run by this device's workers in its order.
+  // What it writes counts as written on the destination's device (checking mode).
+  auto& written = static_cast<CpuDevice&>(dst_device).written();
+  push(std::make_unique<CopyOp>(dst, src, bytes, cpu().workers(), written));
+}
+
 void CpuQueue::fill(void* dst, MemKind, std::size_t count, const void* value, std::size_t element_bytes) {
   push(std::make_unique<FillOp>(dst, count, value, element_bytes, cpu().workers(), cpu().written()));
 }
@@ -201,6 +241,44 @@ std::shared_ptr<EventImpl> CpuQueue::record_event() {
 
 void CpuQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
   push(std::make_unique<WaitOp>(std::static_pointer_cast<CpuEvent>(event)));
+}
+
+void HostTaskOp::run_part(std::size_t) noexcept {
+  QueuedFailure& f = failure_slot.front();
+  try {
+    task();
+  } catch (const Error& e) {
+    failed = true;
+    f.failure.code = e.code();
+    try {
+      f.failure.message = e.what();
+    } catch (...) {
+    }
+  } catch (const std::exception& e) {
+    failed = true;
+    f.failure.code = Errc::backend_error;
+    try {
+      f.failure.message = e.what();
+    } catch (...) {
+    }
+  } catch (...) {
+    failed = true;
+    f.failure.code = Errc::backend_error;
+  }
+}
+
+void HostTaskOp::finish(std::list<QueuedFailure>& failures) noexcept {
+  if (!failed) return;
+  failure_slot.front().seq = seq;
+  failures.splice(failures.end(), failure_slot);
+}
+
+bool WaitOp::retire_unlocked() const noexcept { return &event->device() != &queue->device(); }
+
+void Gate::open_now() noexcept {
+  open = true;
+  for (CpuQueue* q : waiters) q->gate_opened();
+  waiters.clear();
 }
 
 // ---- CpuEvent -----------------------------------------------------------------------------------

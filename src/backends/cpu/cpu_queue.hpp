@@ -30,6 +30,7 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   void* allocate(std::size_t bytes, MemKind kind) override;
   void free(void* data, std::size_t bytes, MemKind kind) noexcept override;
   void copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) override;
+  void copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device, std::size_t bytes) override;
   void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) override;
   void launch(const KernelLaunch& launch) override;
   void synchronize() override;
@@ -57,7 +58,18 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   /// the queue and, with the last queue, the device, which takes the pool lock: so a queue that
   /// runs out of work goes on the pool's idle list, and the thread that completed its last
   /// operation calls this, which drops each such reference with the lock released.
+  /// Also destroys the retired ops (Op::retire_unlocked), likewise.
   static void release_idle(Pool& pool, std::unique_lock<std::mutex>& lock) noexcept;
+
+  /// Enqueues an op made elsewhere in the backend (the collectives of CPU devices). Throws
+  /// only std::bad_alloc, and then nothing is queued.
+  std::uint64_t enqueue(std::unique_ptr<Op> op) { return push(std::move(op)); }
+  /// Called by Gate::open_now for each queue that waited at it. Shared lock held.
+  void gate_opened() noexcept {
+    gate_linked_ = false;
+    pump();
+  }
+  [[nodiscard]] CpuDevice& cpu_device() const noexcept { return *device_; }
 
   std::condition_variable done;
 
@@ -80,6 +92,7 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   CpuQueue* first_waiter_ = nullptr;
   CpuQueue* next_waiter_ = nullptr;
   std::uint64_t waiting_for_ = 0;  // the awaited event's sequence number while linked, else 0
+  bool gate_linked_ = false;       // the head op's gate holds this queue among its waiters
   // The pool's idle list (release_idle).
   CpuQueue* next_idle_ = nullptr;
   bool idle_listed_ = false;

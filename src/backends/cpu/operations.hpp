@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,26 @@ using Clock = std::chrono::steady_clock;
 
 class CpuQueue;
 struct CpuEvent;
+
+/// A point in several queues (one per rank of a collective of CPU devices) that each waits at
+/// until it opens: once every rank has arrived, or every rank has finished reading the others'
+/// memory. Guarded by the shared lock (cpu_device.hpp). Room for every rank's queue is taken
+/// when the gate is made, so that a queue reaching it links itself without allocating.
+struct [[gnu::visibility("hidden")]] Gate {
+  explicit Gate(std::size_t ranks) { waiters.reserve(ranks); }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  virtual ~Gate() = default;
+  /// Opens the gate and pumps the queues waiting at it. Shared lock held.
+  void open_now() noexcept;
+  /// A host thread waited at the gate past `deadline` (shared lock held): the gate's owner
+  /// records why and opens it, so that the waiting ranks fail instead of hanging.
+  virtual void expire() noexcept = 0;
+
+  bool open = false;
+  Clock::time_point deadline = Clock::time_point::max();
+  std::vector<CpuQueue*> waiters;
+};
 
 // The CPU backend's operation, queue and device types are hidden: they never leave the library,
 // and a hidden function cannot be interposed, so under -fPIC the compiler still inlines them
@@ -64,6 +85,11 @@ struct [[gnu::visibility("hidden")]] Op {
   /// reaches the head of a queue, so a virtual call rather than a dynamic_cast, which compares
   /// type names for types with external linkage.
   [[nodiscard]] virtual const CpuEvent* awaited() const noexcept { return nullptr; }
+  /// The gate this op holds its queue back at until it opens, or null.
+  [[nodiscard]] virtual Gate* gate() const noexcept { return nullptr; }
+  /// Whether destroying the finished op may drop the last reference to a queue of another
+  /// device (whose destruction takes the shared lock): it is then destroyed later, unlocked.
+  [[nodiscard]] virtual bool retire_unlocked() const noexcept { return false; }
 
   std::uint64_t seq = 0;
   CpuQueue* queue = nullptr;
@@ -73,6 +99,7 @@ struct [[gnu::visibility("hidden")]] Op {
   // The pool's list of ops with unclaimed parts (Pool::activate), guarded by the pool lock.
   Op* prev_active = nullptr;
   Op* next_active = nullptr;
+  Op* next_retired = nullptr;  // SharedState::first_retired's list
 };
 
 /// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor. A
@@ -179,10 +206,25 @@ struct [[gnu::visibility("hidden")]] FreeOp final : Op {
   check::ShadowRegistry& registry;
 };
 
+/// Runs a host function on a worker, in stream order (the MPI engine's collectives). An Error it
+/// throws is the op's failure, reported at synchronize.
+struct [[gnu::visibility("hidden")]] HostTaskOp final : Op {
+  explicit HostTaskOp(std::function<void()> f) : task(std::move(f)) {
+    parts = 1;
+    failure_slot.emplace_back();
+  }
+  void run_part(std::size_t part) noexcept override;
+  void finish(std::list<QueuedFailure>& failures) noexcept override;
+  std::function<void()> task;
+  std::list<QueuedFailure> failure_slot;
+  bool failed = false;
+};
+
 /// Holds its queue back until `event` has been reached (CpuQueue::pump checks).
 struct [[gnu::visibility("hidden")]] WaitOp final : Op {
   explicit WaitOp(std::shared_ptr<CpuEvent> e) : event(std::move(e)) {}
   [[nodiscard]] const CpuEvent* awaited() const noexcept override { return event.get(); }
+  [[nodiscard]] bool retire_unlocked() const noexcept override;
   std::shared_ptr<CpuEvent> event;
 };
 

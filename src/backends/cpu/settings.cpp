@@ -3,9 +3,11 @@
 #include "backends/cpu/settings.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "core/environment.hpp"
+#include "core/errors.hpp"
 
 namespace devctx::detail::cpu {
 namespace {
@@ -15,6 +17,9 @@ constexpr std::size_t kMaxStackBytes = 64 * 1024 * 1024;
 /// More workers than this is a mistyped value, not a machine (it also bounds the threads a bad
 /// value could start).
 constexpr std::size_t kMaxWorkers = 1024;
+
+/// set_device_count's value; 0 while the environment decides.
+std::atomic<int> chosen_devices{0};
 
 }  // namespace
 
@@ -26,6 +31,24 @@ CpuSettings read_settings() {
   settings.stack_bytes = env_size("DEVCTX_CPU_STACK_BYTES", 64 * 1024, kMinStackBytes, kMaxStackBytes, SizeUnit::bytes,
                                   "the stack of each GPU thread of a thread-level kernel");
   return settings;
+}
+
+int device_count() {
+  if (const int chosen = chosen_devices.load()) return chosen;
+  return int(env_size("DEVCTX_CPU_DEVICES", 1, 1, kMaxCpuDevices, SizeUnit::count,
+                      "CPU devices the CPU is split into"));
+}
+
+void set_device_count(int count) {
+  if (count < 0 || count > kMaxCpuDevices)
+    fail(Errc::invalid_argument, "DeviceContext::set_cpu_device_count(", count, "): the count must be 1 to ",
+         kMaxCpuDevices, " (or 0 to let DEVCTX_CPU_DEVICES decide again)");
+  chosen_devices.store(count);
+}
+
+double comm_timeout_seconds() {
+  return double(env_size("DEVCTX_COMM_TIMEOUT_S", 300, 1, 86400, SizeUnit::count,
+                         "seconds a collective waits for the other ranks"));
 }
 
 bool trace_enabled() { return env_flag("DEVCTX_TRACE", false); }

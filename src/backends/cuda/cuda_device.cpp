@@ -263,6 +263,33 @@ std::shared_ptr<QueueImpl> CudaDevice::create_queue() {
   return make_queue(std::static_pointer_cast<CudaDevice>(shared_from_this()));
 }
 
+bool CudaDevice::can_access_peer(const DeviceImpl& other) const {
+  if (&other == this) return true;
+  if (other.info().api != Api::cuda) return false;
+  int can = 0;
+  return succeeded(cudaDeviceCanAccessPeer(&can, info_.id, other.info().id)) && can != 0;
+}
+
+void CudaDevice::enable_peer_access(int peer) noexcept {
+  if (peer == info_.id) return;
+  const std::lock_guard lock(peers_mutex_);
+  try {
+    if (!peers_tried_.insert(peer).second) return;
+  } catch (...) {
+    return;  // no memory to remember it: the copy takes CUDA's staged path
+  }
+  int can = 0;
+  if (!succeeded(cudaDeviceCanAccessPeer(&can, info_.id, peer)) || can == 0) return;
+  int current = -1;
+  const bool known = succeeded(cudaGetDevice(&current));
+  if (succeeded(cudaSetDevice(info_.id))) {
+    // Already enabled (by the program or another library) is fine; any other refusal leaves
+    // the staged path, which is correct, only slower.
+    ignore(cudaDeviceEnablePeerAccess(peer, 0));
+  }
+  if (known) ignore(cudaSetDevice(current));
+}
+
 }  // namespace cuda
 
 int cuda_device_count() noexcept {

@@ -47,6 +47,15 @@ class CudaDevice final : public DeviceImpl {
   void check_device_memory(const void* data, std::size_t bytes, std::string_view operation) const override;
   /// cudaMemGetInfo on this device.
   [[nodiscard]] MemoryInfo memory_info() const override;
+  // Several GPUs (docs/scale-out.md): a stream waits for another GPU's event (cudaStreamWaitEvent
+  // works across devices) and copies to and from its memory (cudaMemcpyPeerAsync: direct when
+  // peer access exists, which the first copy enables; staged by CUDA through host memory else).
+  [[nodiscard]] bool can_wait_for(const DeviceImpl& other) const noexcept override { return other.info().api == Api::cuda; }
+  [[nodiscard]] bool can_access_peer(const DeviceImpl& other) const override;
+  [[nodiscard]] bool can_copy_peer(const DeviceImpl& other) const override { return other.info().api == Api::cuda; }
+  /// Enables this device's direct access to GPU `peer`'s memory, once, where the hardware
+  /// allows it; otherwise leaves copies to CUDA's staged path. Never throws.
+  void enable_peer_access(int peer) noexcept;
 
   // Registered host memory (host_pinning.cpp): cudaHostRegister / cudaHostUnregister.
   void pin_host_memory(const void* data, std::size_t bytes) override;
@@ -103,6 +112,9 @@ class CudaDevice final : public DeviceImpl {
   std::mutex staging_mutex_;
   std::unique_ptr<StagingEngine> staging_;
   bool staging_failed_ = false;
+
+  std::mutex peers_mutex_;
+  std::unordered_set<int> peers_tried_;
 
   std::mutex host_mutex_;
   std::unordered_set<void*> fallback_host_;

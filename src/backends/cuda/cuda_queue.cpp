@@ -49,6 +49,7 @@ class CudaQueue final : public QueueImpl {
   void* allocate(std::size_t bytes, MemKind kind) override;
   void free(void* data, std::size_t bytes, MemKind kind) noexcept override;
   void copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) override;
+  void copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device, std::size_t bytes) override;
   void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) override;
   void launch(const KernelLaunch& launch) override;
   void synchronize() override;
@@ -191,6 +192,21 @@ void CudaQueue::free(void* data, std::size_t, MemKind kind) noexcept {
   int current = -1;
   if (!succeeded(cudaGetDevice(&current)) || current != device_->id()) ignore(cudaSetDevice(device_->id()));
   ignore(cudaFreeAsync(data, stream_));
+}
+
+void CudaQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device,
+                          std::size_t bytes) {
+  device_->check_alive("enqueue_copy");
+  // Core checked that both are GPUs, one of them this queue's.
+  auto& other = static_cast<CudaDevice&>(&dst_device == device_.get() ? src_device : dst_device);
+  device_->enable_peer_access(other.id());
+  other.enable_peer_access(device_->id());
+  device_->make_current();
+  const auto operation = [&] {
+    return concat("enqueue_copy (", bytes_text(bytes), " from ", src_device.label(), " to ", dst_device.label(), ')');
+  };
+  check(DEVCTX_CUDA(cudaMemcpyPeerAsync(dst, dst_device.info().id, src, src_device.info().id, bytes, stream_)), *device_,
+        operation);
 }
 
 void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
