@@ -9,8 +9,9 @@
 // DeviceView of foreign memory (interop.hpp, device_view.hpp). DLPack: <devctx/dlpack.hpp>,
 // included separately (it needs <dlpack/dlpack.h>).
 // Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp), warp and
-// block collectives (collectives.hpp), SIMD<T, N> vectors (simd.hpp) and the block-level kernel
-// form (block.hpp).
+// block collectives (collectives.hpp), SIMD<T, N> vectors (simd.hpp), the block-level kernel
+// form (block.hpp) and LayoutTensor views (tensor.hpp; devctx::tensor(buffer, layout) on the
+// host: device_tensor.hpp).
 // DEVCTX_VERSION_MAJOR / _MINOR / _PATCH / _STRING (version.hpp).
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <devctx/collectives.hpp>
 #include <devctx/context.hpp>
 #include <devctx/device_info.hpp>
+#include <devctx/device_tensor.hpp>
 #include <devctx/device_view.hpp>
 #include <devctx/error.hpp>
 #include <devctx/event.hpp>
@@ -28,4 +30,5 @@
 #include <devctx/simd.hpp>
 #include <devctx/span.hpp>
 #include <devctx/stream.hpp>
+#include <devctx/tensor.hpp>
 #include <devctx/version.hpp>

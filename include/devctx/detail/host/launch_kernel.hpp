@@ -124,6 +124,11 @@ std::size_t cpu_spans(const void* packed, LaunchSpan* out, std::index_sequence<I
       using T = typename Param::element_type;
       static constexpr std::string_view type = type_name<Param>();
       out[n++] = {param.data(), param.size(), sizeof(T), argument, type, std::is_const_v<T>};
+    } else if constexpr (is_layout_tensor<Param>::value) {
+      // A tensor reaches span_size() elements from its first: checking mode sees that range.
+      using T = typename Param::element_type;
+      static constexpr std::string_view type = type_name<Param>();
+      out[n++] = {param.data(), param.span_size(), sizeof(T), argument, type, std::is_const_v<T>};
     }
   };
   (one(pack_get<I>(pack), unsigned(I + 1)), ...);

@@ -178,5 +178,13 @@ void host_access_check(HostAccessGate& gate, const char* access);
                                  std::size_t to_bytes, std::size_t to_align);
 /// Error(kernel_failed) for an out-of-range span index (DEVCTX_CHECK_BOUNDS).
 [[noreturn]] void throw_span_out_of_range(std::size_t index, std::size_t size);
+/// Error(kernel_failed) for a tensor's `what` ("index" or "tile") outside `bounds` (its extents, or
+/// its extents in whole tiles), rank 1-3 (devctx/tensor.hpp; DEVCTX_CHECK_BOUNDS, checking mode).
+[[noreturn]] void throw_tensor_out_of_range(const char* what, const std::size_t* index, const std::size_t* bounds,
+                                            std::size_t rank);
+/// Error(kernel_failed) for a tensor reshape between sizes that differ or a non-contiguous layout.
+[[noreturn]] void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contiguous, bool to_contiguous);
+/// Error(size_mismatch) for a tensor whose layout reaches `needed` elements over `what` of `size`.
+[[noreturn]] void throw_tensor_too_large(const char* what, std::size_t needed, std::size_t size);
 
 }  // namespace devctx::detail
