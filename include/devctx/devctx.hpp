@@ -10,8 +10,8 @@
 // included separately (it needs <dlpack/dlpack.h>).
 // Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp), warp and
 // block collectives (collectives.hpp), SIMD<T, N> vectors (simd.hpp), the block-level kernel
-// form (block.hpp) and LayoutTensor views (tensor.hpp; devctx::tensor(buffer, layout) on the
-// host: device_tensor.hpp).
+// form (block.hpp), devctx::printf (print.hpp) and LayoutTensor views (tensor.hpp;
+// devctx::tensor(buffer, layout) on the host: device_tensor.hpp).
 // DEVCTX_VERSION_MAJOR / _MINOR / _PATCH / _STRING (version.hpp).
 #pragma once
 
@@ -27,6 +27,7 @@
 #include <devctx/interop.hpp>
 #include <devctx/kernel.hpp>
 #include <devctx/launch.hpp>
+#include <devctx/print.hpp>
 #include <devctx/simd.hpp>
 #include <devctx/span.hpp>
 #include <devctx/stream.hpp>
