@@ -4,8 +4,8 @@
 //   #include <devctx/devctx.hpp>
 //
 // Host side: DeviceContext (context.hpp), DeviceBuffer / HostBuffer (buffer.hpp), Stream and
-// the enqueue verbs (stream.hpp), Event (event.hpp), LaunchConfig / Dim3 (launch.hpp),
-// DeviceInfo (device_info.hpp), Error (error.hpp); native CUDA handles, foreign streams and
+// the enqueue verbs (stream.hpp), Event (event.hpp), Graph (graph.hpp), LaunchConfig / Dim3
+// (launch.hpp), DeviceInfo (device_info.hpp), Error (error.hpp); native CUDA handles, foreign streams and
 // DeviceView of foreign memory (interop.hpp, device_view.hpp). DLPack: <devctx/dlpack.hpp>,
 // included separately (it needs <dlpack/dlpack.h>).
 // Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp), warp and
@@ -24,6 +24,7 @@
 #include <devctx/device_view.hpp>
 #include <devctx/error.hpp>
 #include <devctx/event.hpp>
+#include <devctx/graph.hpp>
 #include <devctx/interop.hpp>
 #include <devctx/kernel.hpp>
 #include <devctx/launch.hpp>

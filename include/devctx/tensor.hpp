@@ -62,7 +62,9 @@ class Layout {
   /// A contiguous layout with the static extents and 0 for every dynamic one (for a fully
   /// static layout: the layout).
   DEVCTX_HD constexpr Layout() noexcept {
-    for (std::size_t d = 0; d < rank; ++d) extent_[d] = static_extents[d] == dyn ? 0 : static_extents[d];
+    // A local copy: device code may not read a static member array at a run-time index.
+    constexpr std::size_t e[] = {E...};
+    for (std::size_t d = 0; d < rank; ++d) extent_[d] = e[d] == dyn ? 0 : e[d];
     make_contiguous();
   }
   /// A contiguous layout given its dynamic extents, in dimension order: RowMajor<dyn, 16>(rows).

@@ -15,6 +15,7 @@
 #include "core/allocation.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/graph.hpp"
 #include "core/memory.hpp"
 
 namespace devctx::detail {
@@ -123,6 +124,8 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
          " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_copy", dst, element_bytes);
   check_no_overlap(queue, dst, src, bytes, element_bytes);
+  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]]
+    return recorder->record_copy(dst, src, element_bytes);
   // A buffer of another device is host memory here (checked above), copied synchronously like
   // pageable memory, so only buffers of this device need their frees ordered after this copy.
   note_use_if_local(queue, dst.allocation);
@@ -154,6 +157,8 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
          "or use a HostBuffer");
   check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "DeviceBuffer", "enqueue_memset");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_memset", dst, element_bytes);
+  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]]
+    return recorder->record_fill(dst, value, element_bytes);
   note_use_if_local(queue, dst.allocation);
   if (bytes == 0) return;
   GuardSlot slot(host_guard_of(queue, dst));
@@ -196,6 +201,8 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
         device.check_device_memory(launch.spans[i], launch.span_bytes[i],
                                    concat(launch_operation(launch.name), " argument ", i + 1, " (a devctx::span)"));
   device.check_kernel_limits(launch);
+  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]]
+    return recorder->record_launch(launch);
   for (std::size_t i = 0; i < launch.buffer_count; ++i)
     if (launch.buffers[i] != nullptr) launch.buffers[i]->note_use(queue);
   queue.launch(launch);

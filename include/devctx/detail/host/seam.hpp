@@ -31,6 +31,7 @@ namespace devctx::detail {
 class DeviceImpl;  // one device of one backend (src/core/backend.hpp)
 class QueueImpl;   // one in-order stream of work on a device
 class EventImpl;   // a point in a queue's work
+class GraphImpl;   // recorded work, replayable (src/core/graph.cpp)
 
 /// Where a copy endpoint lives.
 enum class MemKind : unsigned char {
@@ -113,6 +114,21 @@ void queue_synchronize(QueueImpl& queue);
 [[nodiscard]] std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue);
 /// `event` may be null (a default-constructed Event): throws Error(invalid_handle) then.
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
+
+// ---- graphs (devctx/graph.hpp) ------------------------------------------------------------------------
+
+/// A queue of `queue`'s device on which the copies, fills and launches enqueued are recorded,
+/// checked as on any queue, instead of run. Allocation, events, waits and synchronize throw there.
+[[nodiscard]] std::shared_ptr<QueueImpl> queue_graph_recorder(QueueImpl& queue);
+/// The work recorded on `recorder` as a graph (a CUDA graph on the CUDA backend); the recorder
+/// records nothing more.
+[[nodiscard]] std::shared_ptr<GraphImpl> graph_finish(QueueImpl& recorder);
+/// Enqueues one replay of `graph` on `queue` (of the graph's device; Error(wrong_device) otherwise).
+void graph_enqueue(QueueImpl& queue, GraphImpl& graph);
+[[nodiscard]] std::size_t graph_kernel_count(const GraphImpl& graph) noexcept;
+/// Replaces kernel launch number `index` of the graph (the same kernel, checked) by `launch`,
+/// checked as a launch is, for the replays enqueued after this call.
+void graph_update_kernel(GraphImpl& graph, std::size_t index, const KernelLaunch& launch);
 
 // ---- interop (devctx/interop.hpp, devctx/dlpack.hpp) ------------------------------------------------
 
