@@ -183,10 +183,10 @@ bool run(devctx::Api api, const Options& opt) {
                                              devctx::tensor(dc, Mat(n, n)));
     };
     // Warm-up and correctness.
-    ctx.enqueue_fill(dc, -1.0f);
+    ctx.enqueue_memset(dc, -1.0f);
     flat();
     verify(block_level ? "flat, block-level" : "flat, threads");
-    ctx.enqueue_fill(dc, -1.0f);
+    ctx.enqueue_memset(dc, -1.0f);
     tens();
     verify(block_level ? "tensor, block-level" : "tensor, threads");
     std::vector<double> tf, tt;
