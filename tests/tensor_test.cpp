@@ -157,6 +157,12 @@ DEVCTX_KERNEL void reshape_k(LayoutTensor<const std::int32_t, RowMajor<dyn>> in,
   if (i < out.extent(0)) out(i) = m(i / cols, i % cols) * 3;
 }
 
+/// Tile `bi` of 2 x 5 elements, one thread per element.
+DEVCTX_KERNEL void read_tile(LayoutTensor<const float, Mat> in, devctx::span<float> out, unsigned bi) {
+  const unsigned i = devctx::thread_idx().x;
+  out[i] = in.tile<2, 5>(bi, 0u)(i / 5, i % 5);
+}
+
 class Tensor : public BackendTest {};
 DEVCTX_INSTANTIATE_BACKEND_TESTS(Tensor);
 
@@ -274,6 +280,20 @@ TEST_P(Tensor, CheckingModeNamesTheMultiIndex) {
     EXPECT_NE(m.find("tensor index (1, 5) is out of range for extents (4, 5)"), std::string::npos) << m;
     EXPECT_NE(m.find("read_past_row"), std::string::npos) << m;
   }
+  // A tile outside the tensor (rows 4-5 of 4), then one inside: the context stays usable.
+  checked.enqueue_function<read_tile>({.grid_dim = 1, .block_dim = 10}, devctx::tensor(in, Mat(4, 5)), out.slice(0, 6), 2u);
+  try {
+    checked.synchronize();
+    FAIL() << "a tile outside the tensor was not reported";
+  } catch (const devctx::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tensor tile (2, 0) is out of range: the tensor holds (2, 1) whole tiles"), std::string::npos) << m;
+  }
+  auto out10 = checked.enqueue_create_buffer<float>(10);
+  checked.enqueue_function<read_tile>({.grid_dim = 1, .block_dim = 10}, devctx::tensor(in, Mat(4, 5)), out10, 1u);
+  const auto got = download(checked, out10);
+  const auto want = download(checked, in);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(got[i], want[10 + i]) << i;
 }
 
 }  // namespace
