@@ -110,6 +110,24 @@ TEST_P(Graphs, UpdatedKernelArgumentsApplyToLaterReplays) {
   }
 }
 
+TEST_P(Graphs, DroppingAGraphRightAfterEnqueueingItNeverBlocksItsReplay) {
+  const std::size_t n = 1 << 15;
+  const auto init = devctx_test::random_vector<std::uint32_t>(rng, n, 0, 1u << 31);
+  auto x = upload(ctx(), init);
+  {
+    devctx::Graph g = devctx::Graph::record(ctx(), [&](devctx::StreamRef s) {
+      for (std::uint32_t k = 0; k < 20; ++k) s.enqueue_function<affine>(devctx_test::cover(n), x, 3u, k);
+    });
+    g.enqueue(ctx());
+  }
+  const auto got = download(ctx(), x);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t v = init[i];
+    for (std::uint32_t k = 0; k < 20; ++k) v = step(v, 3u, k);
+    ASSERT_EQ(got[i], v) << i;
+  }
+}
+
 TEST_P(Graphs, MisuseThrowsAndLeavesEverythingUsable) {
   const std::size_t n = 256;
   auto x = upload(ctx(), devctx_test::random_vector<std::uint32_t>(rng, n, 0, 1000));

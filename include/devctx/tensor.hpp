@@ -13,7 +13,7 @@
 //
 // A view never owns memory; it is trivially copyable and costs what the index arithmetic
 // written by hand costs: the contiguous dimension's stride is the constant 1 and static extents
-// are constants (bench/cpu/tensor_bench.cpp, bench/cuda/tensor_bench.cu measure it).
+// are constants (bench/tensor/tensor_bench.cpp measures it against flat indexing).
 #pragma once
 
 // The private devctx/detail/ headers refuse to be included unless a public header came first.

@@ -36,8 +36,8 @@ class CudaGraph final : public NativeGraph {
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
   ~CudaGraph() override {
-    // Replays already enqueued keep running: destroying an instantiated graph waits for none
-    // of them (CUDA releases its resources once they are done).
+    // Replays already enqueued keep running: an executable graph destroyed while in flight is
+    // not terminated but freed once it completes (the driver API's cuGraphExecDestroy).
     if (exec_ != nullptr) ignore(cudaGraphExecDestroy(exec_));
     if (graph_ != nullptr) ignore(cudaGraphDestroy(graph_));
   }
