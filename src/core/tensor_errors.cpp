@@ -23,9 +23,9 @@ void throw_tensor_out_of_range(const char* what, const std::size_t* index, const
   const std::string w = what;
   if (w == "tile")
     fail(Errc::kernel_failed, "tensor tile ", tuple(index, rank), " is out of range: the tensor holds ",
-         tuple(bounds, rank), " whole tiles (DEVCTX_CHECK_BOUNDS); a tile must lie inside the tensor");
+         tuple(bounds, rank), " whole tiles; a tile must lie inside the tensor");
   fail(Errc::kernel_failed, "tensor index ", tuple(index, rank), " is out of range for extents ",
-       tuple(bounds, rank), " (DEVCTX_CHECK_BOUNDS); guard the access with `if (i < t.extent(0) && ...)`");
+       tuple(bounds, rank), "; guard the access with `if (i < t.extent(0) && ...)`");
 }
 
 void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contiguous, bool to_contiguous) {
