@@ -276,6 +276,7 @@ TEST_P(Tensor, CheckingModeNamesTheMultiIndex) {
     checked.synchronize();
     FAIL() << "an index outside the extents was not reported";
   } catch (const devctx::Error& e) {
+    EXPECT_EQ(e.code(), devctx::Errc::kernel_failed);
     const std::string m = e.what();
     EXPECT_NE(m.find("tensor index (1, 5) is out of range for extents (4, 5)"), std::string::npos) << m;
     EXPECT_NE(m.find("read_past_row"), std::string::npos) << m;
@@ -286,6 +287,7 @@ TEST_P(Tensor, CheckingModeNamesTheMultiIndex) {
     checked.synchronize();
     FAIL() << "a tile outside the tensor was not reported";
   } catch (const devctx::Error& e) {
+    EXPECT_EQ(e.code(), devctx::Errc::kernel_failed);
     const std::string m = e.what();
     EXPECT_NE(m.find("tensor tile (2, 0) is out of range: the tensor holds (2, 1) whole tiles"), std::string::npos) << m;
   }
