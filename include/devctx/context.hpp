@@ -130,6 +130,14 @@ class DeviceContext : public StreamRef {
 
   /// A new stream on this device. Work on it may overlap with the default stream's.
   [[nodiscard]] Stream create_stream();
+  /// A new stream with a priority from stream_priority_range() (Mojo's create_stream(priority=)):
+  /// on CUDA cudaStreamCreateWithPriority, whose blocks the GPU schedules before those of
+  /// lower-priority streams when both wait; `range.greatest` is the highest. Throws
+  /// devctx::Error (invalid_argument) naming the range for a value outside it. The CPU backend
+  /// has one priority (0), so portable code asks for range.greatest or range.least.
+  [[nodiscard]] Stream create_stream(int priority);
+  /// The priorities create_stream(int) accepts on this device.
+  [[nodiscard]] StreamPriorityRange stream_priority_range() const;
 
   /// Registers long-lived ordinary host memory (a std::vector, std::array or std::span, or any
   /// contiguous range of an lvalue; a std::span temporary is fine) for fast copies with this

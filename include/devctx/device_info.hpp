@@ -62,4 +62,12 @@ struct MemoryInfo {
   std::size_t total_bytes = 0;
 };
 
+/// The stream priorities of a device (DeviceContext::stream_priority_range), in CUDA's order: a
+/// numerically lower value is a higher priority. `least` is the default (0); `greatest` <= least.
+/// On the CPU backend both are 0 (one priority: its workers take work in the order it is ready).
+struct StreamPriorityRange {
+  int least = 0;
+  int greatest = 0;
+};
+
 }  // namespace devctx

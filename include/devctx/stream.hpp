@@ -115,6 +115,15 @@ class StreamRef {
   /// Work enqueued on this stream after this call starts only once `event` has completed.
   /// Returns at once. The event must belong to the same device.
   void enqueue_wait_for(const Event& event) { detail::queue_wait_for(queue(), event.impl()); }
+  /// Work enqueued on this stream after this call starts only once all work enqueued so far on
+  /// `other` (another DeviceContext's default stream, or a Stream) has completed. Returns at
+  /// once. `other` must be of the same device: devctx::Error (wrong_device) otherwise, and
+  /// nothing is enqueued. Waiting for itself is allowed and changes nothing (a stream runs its
+  /// work in order).
+  void enqueue_wait_for(StreamRef other) {
+    const Event end = other.record_event();
+    detail::queue_wait_for(queue(), end.impl());
+  }
 
   [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
   /// The backend queue (for devctx's own use and backend interop).

@@ -19,6 +19,7 @@
 #include <devctx/detail/host/seam.hpp>
 #include <devctx/device_info.hpp>
 
+#include "core/graph.hpp"
 #include "core/host_access.hpp"
 #include "core/host_registry.hpp"
 
@@ -76,6 +77,8 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
   virtual void wait_for(const std::shared_ptr<EventImpl>& event) = 0;
   /// The backend's own handle (a cudaStream_t on CUDA), or null when the backend has none.
   [[nodiscard]] virtual void* native_handle() const noexcept { return nullptr; }
+  /// A recording queue's recorder (core/graph.cpp); null for every queue that runs its work.
+  [[nodiscard]] virtual GraphRecorder* recorder() noexcept { return nullptr; }
 
  private:
   DeviceImpl& device_;
@@ -115,6 +118,17 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// Free and total bytes of the device's memory (DeviceContext::memory_info). Default: the
   /// host's (memory.cpp), for devices whose memory is host memory (the CPU backend).
   [[nodiscard]] virtual MemoryInfo memory_info() const;
+  /// The stream priorities of the device (DeviceContext::stream_priority_range). Default: one
+  /// priority, 0 (the CPU backend).
+  [[nodiscard]] virtual StreamPriorityRange stream_priority_range() const { return {}; }
+  /// A queue with `priority`, which core has checked to lie in stream_priority_range(). Default:
+  /// create_queue() (a device with one priority).
+  [[nodiscard]] virtual std::shared_ptr<QueueImpl> create_priority_queue(int /*priority*/) { return create_queue(); }
+  /// The backend's own form of recorded work (core/graph.hpp), or null to have core replay the
+  /// operations one by one (the default; also when the backend cannot express one of them).
+  [[nodiscard]] virtual std::unique_ptr<NativeGraph> instantiate_graph(const std::vector<RecordedOp>& /*ops*/) {
+    return nullptr;
+  }
 
   /// Page-locks [data, data + bytes), ordinary host memory registered by the user
   /// (DeviceContext::register_host_memory, checked and reserved by core), so that this device

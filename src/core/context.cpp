@@ -118,6 +118,14 @@ class ContextImpl {
   ~ContextImpl() { device_->run_finished_releases(); }
 
   Stream create_stream() { return adopt(device_->create_queue()); }
+  Stream create_stream(int priority) {
+    const StreamPriorityRange range = device_->stream_priority_range();
+    if (priority < range.greatest || priority > range.least)
+      fail(Errc::invalid_argument, "create_stream: priority ", priority, " is outside ", device_->label(),
+           "'s stream priorities, ", range.least, " (the lowest, the default) to ", range.greatest,
+           " (the highest); ask stream_priority_range() for them");
+    return adopt(device_->create_priority_queue(priority));
+  }
   Stream wrap_native_stream(void* native) { return adopt(device_->wrap_native_queue(native)); }
 
   Stream adopt(std::shared_ptr<QueueImpl> queue) {
@@ -220,6 +228,8 @@ std::string DeviceContext::name() const { return info().name; }
 const DeviceInfo& DeviceContext::info() const { return impl().device().info(); }
 bool DeviceContext::checking() const { return impl().checking(); }
 Stream DeviceContext::create_stream() { return impl().create_stream(); }
+Stream DeviceContext::create_stream(int priority) { return impl().create_stream(priority); }
+StreamPriorityRange DeviceContext::stream_priority_range() const { return impl().device().stream_priority_range(); }
 void DeviceContext::synchronize() { impl().synchronize(); }
 void DeviceContext::synchronize_device() { impl().synchronize_device(); }
 MemoryInfo DeviceContext::memory_info() const { return impl().device().memory_info(); }

@@ -15,6 +15,7 @@
 #include "core/allocation.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/graph.hpp"
 #include "core/memory.hpp"
 #include "core/trace/hooks.hpp"
 
@@ -153,6 +154,12 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
          " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_copy", dst, element_bytes);
   check_no_overlap(queue, dst, src, bytes, element_bytes);
+  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]] {
+    if (cross != CrossCopy::none)
+      fail(Errc::invalid_argument, "enqueue_copy on a stream recording a devctx::Graph (", queue.device().label(),
+           "): a graph records copies within its own device only; copy between devices outside the graph");
+    return recorder->record_copy(dst, src, element_bytes);
+  }
   // A buffer of another device is either copied in stream order here (a peer copy: its free
   // then waits for this queue too) or host memory, copied synchronously like pageable memory.
   note_use_if_local(queue, dst.allocation);
@@ -193,6 +200,8 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
          "or use a HostBuffer");
   check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "DeviceBuffer", "enqueue_memset");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_memset", dst, element_bytes);
+  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]]
+    return recorder->record_fill(dst, value, element_bytes);
   note_use_if_local(queue, dst.allocation);
   if (bytes == 0) return;
   GuardSlot slot(host_guard_of(queue, dst));
@@ -237,6 +246,8 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
         device.check_device_memory(launch.spans[i], launch.span_bytes[i],
                                    concat(launch_operation(launch.name), " argument ", i + 1, " (a devctx::span)"));
   device.check_kernel_limits(launch);
+  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]]
+    return recorder->record_launch(launch);
   for (std::size_t i = 0; i < launch.buffer_count; ++i)
     if (launch.buffers[i] != nullptr) launch.buffers[i]->note_use(queue);
   trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::kernel, .launch = &launch}; },

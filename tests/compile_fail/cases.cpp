@@ -18,6 +18,9 @@ DEVCTX_KERNEL void takes_scalar(int v, devctx::span<int> out) { out[0] = v; }
 DEVCTX_KERNEL void takes_reference(const int& v, devctx::span<int> out) { out[0] = v; }
 DEVCTX_KERNEL void takes_string(std::string s, devctx::span<int> out) { out[0] = int(s.size()); }
 DEVCTX_KERNEL int returns_int(devctx::span<int> out) { return out[0]; }
+using DynMat = devctx::RowMajor<devctx::dyn, devctx::dyn>;
+DEVCTX_KERNEL void takes_tensor(devctx::LayoutTensor<float, DynMat> t) { t(0, 0) = 1.0f; }
+DEVCTX_KERNEL void takes_static_tensor(devctx::LayoutTensor<float, devctx::RowMajor<4, 8>> t) { t(0, 0) = 1.0f; }
 // Kernels that misuse an atomic (compiled only in their own case: a kernel body always is).
 #if defined(CASE_atomic_and_float)
 DEVCTX_KERNEL void float_and(devctx::span<float> out) { devctx::atomic_and(&out[0], 1.0f); }
@@ -51,6 +54,8 @@ void cases(devctx::DeviceContext& ctx) {
   const auto& cd = d;
   ctx.enqueue_function<takes_const_span>(cfg, cd, d);
   ctx.enqueue_function<takes_scalar>(cfg, 3, di);
+  ctx.enqueue_function<takes_tensor>(cfg, devctx::tensor(d, DynMat(4, 8)));
+  ctx.enqueue_function<takes_static_tensor>(cfg, d);
   ctx.enqueue_copy(d, h);
   ctx.enqueue_copy(v, d);
   ctx.enqueue_copy(std::span<float>(v), cd);
@@ -131,6 +136,18 @@ void cases(devctx::DeviceContext& ctx) {
   // (the kernel above)
 #elif defined(CASE_non_void_kernel)
   ctx.enqueue_function<returns_int>(cfg, di);
+#elif defined(CASE_buffer_for_dynamic_tensor)
+  ctx.enqueue_function<takes_tensor>(cfg, d);
+#elif defined(CASE_const_tensor_to_writable_tensor)
+  const auto& cd = d;
+  ctx.enqueue_function<takes_tensor>(cfg, devctx::tensor(cd, DynMat(4, 8)));
+#elif defined(CASE_tensor_layout_mismatch)
+  ctx.enqueue_function<takes_tensor>(cfg, devctx::tensor(d, devctx::ColMajor<devctx::dyn, devctx::dyn>(4, 8)));
+#elif defined(CASE_tensor_for_span_parameter)
+  ctx.enqueue_function<takes_span>(cfg, devctx::tensor(d, DynMat(4, 8)));
+#elif defined(CASE_tensor_wrong_rank_index)
+  devctx::LayoutTensor<float, DynMat> t(v.data(), 4, 8);
+  (void)t(1);
 #else
 #error "no CASE_ selected"
 #endif

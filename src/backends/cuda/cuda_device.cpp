@@ -290,6 +290,18 @@ void CudaDevice::enable_peer_access(int peer) noexcept {
   if (known) ignore(cudaSetDevice(current));
 }
 
+StreamPriorityRange CudaDevice::stream_priority_range() const {
+  check_alive("stream_priority_range");
+  make_current();
+  StreamPriorityRange range;
+  check(DEVCTX_CUDA(cudaDeviceGetStreamPriorityRange(&range.least, &range.greatest)), *this, "stream_priority_range");
+  return range;
+}
+
+std::shared_ptr<QueueImpl> CudaDevice::create_priority_queue(int priority) {
+  return make_queue(std::static_pointer_cast<CudaDevice>(shared_from_this()), priority);
+}
+
 }  // namespace cuda
 
 int cuda_device_count() noexcept {

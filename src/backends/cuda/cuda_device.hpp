@@ -39,6 +39,11 @@ class CudaDevice final : public DeviceImpl {
 
   const DeviceInfo& info() const noexcept override { return info_; }
   std::shared_ptr<QueueImpl> create_queue() override;
+  /// cudaDeviceGetStreamPriorityRange, and queues made with cudaStreamCreateWithPriority.
+  [[nodiscard]] StreamPriorityRange stream_priority_range() const override;
+  std::shared_ptr<QueueImpl> create_priority_queue(int priority) override;
+  /// A CUDA graph of the recorded work (cuda_graph.cpp), or null when a fill has no memset node.
+  std::unique_ptr<NativeGraph> instantiate_graph(const std::vector<RecordedOp>& ops) override;
   void check_kernel_limits(const KernelLaunch& launch) override;
   /// cudaDeviceSynchronize: every stream of the device, devctx's and other libraries'.
   void synchronize_device() override;

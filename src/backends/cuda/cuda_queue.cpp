@@ -38,7 +38,8 @@ namespace {
 
 class CudaQueue final : public QueueImpl {
  public:
-  explicit CudaQueue(std::shared_ptr<CudaDevice> device);
+  /// A stream of its own with `priority` (0: the default priority).
+  CudaQueue(std::shared_ptr<CudaDevice> device, int priority);
   /// A queue on `borrowed`, a stream made elsewhere, which it never destroys.
   CudaQueue(std::shared_ptr<CudaDevice> device, cudaStream_t borrowed) noexcept
       : QueueImpl(*device), device_(std::move(device)), stream_(borrowed), owns_stream_(false) {}
@@ -127,11 +128,11 @@ class CudaEvent final : public EventImpl {
   cudaEvent_t event_;
 };
 
-CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device) : QueueImpl(*device), device_(std::move(device)) {
+CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device, int priority) : QueueImpl(*device), device_(std::move(device)) {
   device_->check_alive("create_stream");
   (void)nvtx_enabled();  // a bad DEVCTX_NVTX is an error of the context's creation, not of a later call
   device_->make_current();
-  check(DEVCTX_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)), *device_, "create_stream");
+  check(DEVCTX_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority)), *device_, "create_stream");
 }
 
 CudaQueue::~CudaQueue() {
@@ -379,8 +380,8 @@ void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
 
 }  // namespace
 
-std::shared_ptr<QueueImpl> make_queue(std::shared_ptr<CudaDevice> device) {
-  return std::make_shared<CudaQueue>(std::move(device));
+std::shared_ptr<QueueImpl> make_queue(std::shared_ptr<CudaDevice> device, int priority) {
+  return std::make_shared<CudaQueue>(std::move(device), priority);
 }
 
 std::shared_ptr<QueueImpl> make_borrowed_queue(std::shared_ptr<CudaDevice> device, cudaStream_t stream) {

@@ -15,7 +15,7 @@ namespace devctx::detail::cuda {
 class CudaDevice;
 
 /// A new queue (one non-blocking CUDA stream) on `device`.
-[[nodiscard]] std::shared_ptr<QueueImpl> make_queue(std::shared_ptr<CudaDevice> device);
+[[nodiscard]] std::shared_ptr<QueueImpl> make_queue(std::shared_ptr<CudaDevice> device, int priority = 0);
 /// A queue on `stream`, made elsewhere and checked by the caller; the queue never destroys it.
 [[nodiscard]] std::shared_ptr<QueueImpl> make_borrowed_queue(std::shared_ptr<CudaDevice> device, cudaStream_t stream);
 

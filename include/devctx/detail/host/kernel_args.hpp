@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // devctx/detail/host/kernel_args.hpp - the one place where launch arguments become kernel
-// parameters: buffers become spans, scalars pass by value, host memory is rejected at compile
-// time, and argument count and types are checked against the kernel's parameters.
+// parameters: buffers become spans (or, with a layout, tensors), scalars pass by value, host
+// memory is rejected at compile time, and argument count and types are checked against the
+// kernel's parameters.
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
@@ -17,8 +18,10 @@
 #include <vector>
 
 #include <devctx/buffer.hpp>
+#include <devctx/device_tensor.hpp>
 #include <devctx/device_view.hpp>
 #include <devctx/span.hpp>
+#include <devctx/tensor.hpp>
 
 namespace devctx {
 class Block;
@@ -76,6 +79,11 @@ template <class T> struct is_device_view<DeviceView<T>> : std::true_type {};
 template <class T> struct is_devctx_span : std::false_type {};
 template <class T> struct is_devctx_span<span<T>> : std::true_type {};
 
+template <class T> struct is_layout_tensor : std::false_type {};
+template <class T, class L> struct is_layout_tensor<LayoutTensor<T, L>> : std::true_type {};
+template <class T> struct is_device_tensor : std::false_type {};
+template <class T, class L> struct is_device_tensor<DeviceTensor<T, L>> : std::true_type {};
+
 template <class T> struct is_host_memory : std::false_type {};
 template <class T> struct is_host_memory<HostBuffer<T>> : std::true_type {};
 template <class T> struct is_host_memory<HostSlice<T>> : std::true_type {};
@@ -87,6 +95,51 @@ template <class T> struct is_host_memory<T*> : std::true_type {};
 template <class A>
 constexpr bool refers_to_buffer = is_device_buffer<std::remove_cvref_t<A>>::value ||
                                   is_device_slice<std::remove_cvref_t<A>>::value;
+
+/// Maps a launch argument (DeviceTensor, or a buffer or slice for a fully static layout, or a
+/// LayoutTensor itself) to the kernel's LayoutTensor parameter P.
+template <class P, class A>
+inline P map_tensor_arg(A&& arg) {
+  using D = std::remove_cvref_t<A>;
+  using Elem = typename P::element_type;
+  using L = typename P::layout_type;
+  if constexpr (is_device_tensor<D>::value) {
+    using T = typename D::element_type;
+    static_assert(std::is_same_v<typename D::layout_type, L>,
+                  "the devctx::tensor(buffer, layout) argument's layout type differs from the kernel's "
+                  "LayoutTensor<T, L> parameter");
+    static_assert(std::is_same_v<std::remove_const_t<Elem>, std::remove_const_t<T>>,
+                  "the tensor's element type differs from the kernel's LayoutTensor<T, L> parameter");
+    static_assert(std::is_const_v<Elem> || !std::is_const_v<T>,
+                  "a read-only tensor (of a const buffer) was passed where the kernel writes "
+                  "(LayoutTensor<T, L>): take LayoutTensor<const T, L> in the kernel");
+    return P(arg.view());
+  } else if constexpr (is_device_buffer<D>::value || is_device_slice<D>::value) {
+    static_assert(L::dynamic_count == 0,
+                  "a DeviceBuffer or slice was passed where the kernel takes a LayoutTensor whose "
+                  "layout has dynamic extents: pass devctx::tensor(buffer, layout) to give them");
+    using T = std::remove_reference_t<decltype(*arg.data())>;
+    static_assert(std::is_same_v<std::remove_const_t<Elem>, std::remove_const_t<T>>,
+                  "the buffer's element type differs from the kernel's LayoutTensor<T, L> parameter");
+    if constexpr (is_device_buffer<D>::value)
+      static_assert(std::is_const_v<Elem> || !std::is_const_v<std::remove_reference_t<A>>,
+                    "a const DeviceBuffer was passed where the kernel writes (LayoutTensor<T, L>): take "
+                    "LayoutTensor<const T, L> in the kernel or pass a non-const buffer");
+    else
+      static_assert(std::is_const_v<Elem> || !std::is_const_v<T>,
+                    "a read-only slice was passed where the kernel writes (LayoutTensor<T, L>)");
+    const L layout{};
+    if (layout.span_size() > arg.size()) throw_tensor_too_large("a device buffer", layout.span_size(), arg.size());
+    return P(arg.data(), layout);
+  } else {
+    static_assert(is_layout_tensor<D>::value,
+                  "the kernel's parameter is a devctx::LayoutTensor<T, L>: pass devctx::tensor(buffer, "
+                  "layout) (or, for a fully static layout, the buffer itself)");
+    static_assert(std::is_constructible_v<P, A&&>,
+                  "a LayoutTensor argument's element or layout type differs from the kernel's parameter");
+    return P(std::forward<A>(arg));
+  }
+}
 
 /// Maps launch argument number I (type A) to kernel parameter type P.
 template <std::size_t I, class P, class A>
@@ -101,7 +154,9 @@ inline P map_arg(A&& arg) {
                 "a kernel argument is host memory (HostBuffer, std::vector, std::span, std::array "
                 "or a raw pointer): kernels cannot read host memory. Copy the data to a "
                 "DeviceBuffer with enqueue_copy first and pass the DeviceBuffer.");
-  if constexpr (is_device_buffer<D>::value || is_device_slice<D>::value) {
+  if constexpr (is_layout_tensor<P>::value) {
+    return map_tensor_arg<P>(std::forward<A>(arg));
+  } else if constexpr (is_device_buffer<D>::value || is_device_slice<D>::value) {
     static_assert(is_devctx_span<P>::value,
                   "a DeviceBuffer or slice was passed where the kernel's parameter is not a "
                   "devctx::span<T>");
@@ -124,6 +179,9 @@ inline P map_arg(A&& arg) {
       return P(arg.data(), arg.size());
     }
   } else {
+    static_assert(!is_device_tensor<D>::value,
+                  "a devctx::tensor(buffer, layout) was passed where the kernel's parameter is not a "
+                  "devctx::LayoutTensor<T, L>");
     static_assert(!is_devctx_span<P>::value || is_devctx_span<D>::value,
                   "the kernel's parameter is a devctx::span<T>: pass a DeviceBuffer<T> or one of "
                   "its slices");
@@ -134,17 +192,22 @@ inline P map_arg(A&& arg) {
 }
 
 template <class... A>
-inline constexpr bool any_span_v = (is_devctx_span<std::remove_cvref_t<A>>::value || ...);
+inline constexpr bool any_span_v =
+    ((is_devctx_span<std::remove_cvref_t<A>>::value || is_layout_tensor<std::remove_cvref_t<A>>::value) || ...);
 
-/// A span argument's data and size in bytes (null / 0 for every other argument).
+/// A span (or LayoutTensor) argument's data and the bytes it reaches (null / 0 for every other
+/// argument).
 template <class A>
 const void* span_data_of(const A& arg) {
-  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.data();
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value || is_layout_tensor<std::remove_cvref_t<A>>::value)
+    return arg.data();
   else return nullptr;
 }
 template <class A>
 std::size_t span_bytes_of(const A& arg) {
   if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.size_bytes();
+  else if constexpr (is_layout_tensor<std::remove_cvref_t<A>>::value)
+    return arg.span_size() * sizeof(typename std::remove_cvref_t<A>::element_type);
   else return 0;
 }
 
@@ -154,6 +217,7 @@ Allocation* buffer_of(const A& arg) {
   if constexpr (is_device_buffer<D>::value) return arg.as_slice().allocation();
   else if constexpr (is_device_view<D>::value) return arg.as_slice().allocation();  // throws when moved-from
   else if constexpr (is_device_slice<D>::value) return arg.allocation();
+  else if constexpr (is_device_tensor<D>::value) return arg.slice().allocation();
   else return nullptr;
 }
 

@@ -124,6 +124,11 @@ std::size_t cpu_spans(const void* packed, LaunchSpan* out, std::index_sequence<I
       using T = typename Param::element_type;
       static constexpr std::string_view type = type_name<Param>();
       out[n++] = {param.data(), param.size(), sizeof(T), argument, type, std::is_const_v<T>};
+    } else if constexpr (is_layout_tensor<Param>::value) {
+      // A tensor reaches span_size() elements from its first: checking mode sees that range.
+      using T = typename Param::element_type;
+      static constexpr std::string_view type = type_name<Param>();
+      out[n++] = {param.data(), param.span_size(), sizeof(T), argument, type, std::is_const_v<T>};
     }
   };
   (one(pack_get<I>(pack), unsigned(I + 1)), ...);
@@ -156,8 +161,10 @@ namespace devctx::detail {
 
 template <auto K, class... P>
 struct Launcher {
-  template <class... A, std::size_t... I>
-  static void launch(QueueImpl& queue, const LaunchConfig& config, std::index_sequence<I...>, A&&... args) {
+  /// Builds the launch and hands it to `sink` (queue_launch, or a graph's update), which must
+  /// not keep it: it refers to this call's locals.
+  template <class Sink, class... A, std::size_t... I>
+  static void launch(Sink&& sink, const LaunchConfig& config, std::index_sequence<I...>, A&&... args) {
     using Sig = KernelSignature<decltype(K)>;
     ArgPack<P...> pack{{map_arg<I, P>(std::forward<A>(args))}...};
     Allocation* buffers[sizeof...(A) + 1] = {buffer_of(args)..., nullptr};
@@ -195,7 +202,7 @@ struct Launcher {
       l.spans = spans;
       l.span_bytes = span_bytes;
     }
-    queue_launch(queue, l);
+    sink(static_cast<const KernelLaunch&>(l));
   }
 };
 
@@ -206,14 +213,19 @@ struct ParamList {
   static constexpr std::size_t size = sizeof...(P);
 };
 
-template <auto K, class... A>
-void launch_kernel(QueueImpl& queue, const LaunchConfig& config, A&&... args) {
+/// Maps `args` to kernel K's parameters and hands the launch to `sink(const KernelLaunch&)`.
+template <auto K, class Sink, class... A>
+void build_launch(Sink&& sink, const LaunchConfig& config, A&&... args) {
   using Params = typename KernelSignature<decltype(K)>::template params<ParamList>;
   static_assert(Params::size == sizeof...(A),
                 "enqueue_function: the number of arguments differs from the kernel's parameters");
   if constexpr (Params::size == sizeof...(A))
-    Params::template launcher<K>::launch(queue, config, std::index_sequence_for<A...>{},
-                                         std::forward<A>(args)...);
+    Params::template launcher<K>::launch(sink, config, std::index_sequence_for<A...>{}, std::forward<A>(args)...);
+}
+
+template <auto K, class... A>
+void launch_kernel(QueueImpl& queue, const LaunchConfig& config, A&&... args) {
+  build_launch<K>([&queue](const KernelLaunch& l) { queue_launch(queue, l); }, config, std::forward<A>(args)...);
 }
 
 }  // namespace devctx::detail

@@ -31,6 +31,7 @@ namespace devctx::detail {
 class DeviceImpl;  // one device of one backend (src/core/backend.hpp)
 class QueueImpl;   // one in-order stream of work on a device
 class EventImpl;   // a point in a queue's work
+class GraphImpl;   // recorded work, replayable (src/core/graph.cpp)
 
 /// Where a copy endpoint lives.
 enum class MemKind : unsigned char {
@@ -114,6 +115,21 @@ void queue_synchronize(QueueImpl& queue);
 /// `event` may be null (a default-constructed Event): throws Error(invalid_handle) then.
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
 
+// ---- graphs (devctx/graph.hpp) ------------------------------------------------------------------------
+
+/// A queue of `queue`'s device on which the copies, fills and launches enqueued are recorded,
+/// checked as on any queue, instead of run. Allocation, events, waits and synchronize throw there.
+[[nodiscard]] std::shared_ptr<QueueImpl> queue_graph_recorder(QueueImpl& queue);
+/// The work recorded on `recorder` as a graph (a CUDA graph on the CUDA backend); the recorder
+/// records nothing more.
+[[nodiscard]] std::shared_ptr<GraphImpl> graph_finish(QueueImpl& recorder);
+/// Enqueues one replay of `graph` on `queue` (of the graph's device; Error(wrong_device) otherwise).
+void graph_enqueue(QueueImpl& queue, GraphImpl& graph);
+[[nodiscard]] std::size_t graph_kernel_count(const GraphImpl& graph) noexcept;
+/// Replaces kernel launch number `index` of the graph (the same kernel, checked) by `launch`,
+/// checked as a launch is, for the replays enqueued after this call.
+void graph_update_kernel(GraphImpl& graph, std::size_t index, const KernelLaunch& launch);
+
 // ---- interop (devctx/interop.hpp, devctx/dlpack.hpp) ------------------------------------------------
 
 /// The device `queue` runs on.
@@ -178,5 +194,13 @@ void host_access_check(HostAccessGate& gate, const char* access);
                                  std::size_t to_bytes, std::size_t to_align);
 /// Error(kernel_failed) for an out-of-range span index (DEVCTX_CHECK_BOUNDS).
 [[noreturn]] void throw_span_out_of_range(std::size_t index, std::size_t size);
+/// Error(kernel_failed) for a tensor's `what` ("index" or "tile") outside `bounds` (its extents, or
+/// its extents in whole tiles), rank 1-3 (devctx/tensor.hpp; DEVCTX_CHECK_BOUNDS, checking mode).
+[[noreturn]] void throw_tensor_out_of_range(const char* what, const std::size_t* index, const std::size_t* bounds,
+                                            std::size_t rank);
+/// Error(kernel_failed) for a tensor reshape between sizes that differ or a non-contiguous layout.
+[[noreturn]] void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contiguous, bool to_contiguous);
+/// Error(size_mismatch) for a tensor whose layout reaches `needed` elements over `what` of `size`.
+[[noreturn]] void throw_tensor_too_large(const char* what, std::size_t needed, std::size_t size);
 
 }  // namespace devctx::detail

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// devctx/print.hpp - devctx::printf: formatted output from kernels, on every backend.
+//
+//   DEVCTX_KERNEL void k(devctx::span<const float> x) {
+//     devctx::printf("block %u thread %u: %f\n", devctx::block_idx().x, devctx::thread_idx().x, double(x[0]));
+//   }
+//
+// The format is C's printf format; pass float as double and 64-bit integers with %ll.. /
+// %zu as C requires (CUDA's device printf has the same rules). What each backend does:
+// - CUDA: the device printf. Output is buffered on the GPU and written to stdout at the next
+//   synchronizing call (synchronize(), a blocking copy, ...); a launch's lines from different
+//   threads come in no set order; the buffer holds 1 MiB by default (cudaLimitPrintfFifoSize).
+// - CPU: written to stdout at the call, each call's text whole (stdio locks the stream for the
+//   call, so the text of two calls never interleaves). Within a block the lines come in the
+//   order the block's threads run: thread order (x fastest) for a block without barriers, or
+//   phase by phase in the block-level form; blocks run on several worker threads at once, so the
+//   lines of different blocks interleave in no set order, as on a GPU.
+// Returns the number of characters written, or a negative value on an error (as printf does).
+#pragma once
+
+// The private devctx/detail/ headers refuse to be included unless a public header came first.
+#define DEVCTX_DETAIL_HEADERS_OK 1
+
+#include <cstdio>
+
+#include <devctx/detail/config.hpp>
+
+namespace devctx {
+
+// The format is the caller's, as for printf itself: there is no literal to check here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#pragma GCC diagnostic ignored "-Wformat-security"
+template <class... A>
+DEVCTX_HD int printf(const char* format, A... args) {
+#if defined(__CUDA_ARCH__)
+  return ::printf(format, args...);
+#else
+  return std::printf(format, args...);
+#endif
+}
+#pragma GCC diagnostic pop
+
+}  // namespace devctx

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/graph.cpp - devctx::Graph behind the seam: the recording queue, the recorded
+// operations, their replay (natively when the backend can, else one by one through the checked
+// entry points) and kernel updates.
+#include "core/graph.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/allocation.hpp"
+#include "core/backend.hpp"
+#include "core/errors.hpp"
+
+namespace devctx::detail {
+
+RecordedLaunch::RecordedLaunch(const KernelLaunch& from) : launch(from), name(from.name) {
+  const std::size_t align = std::max<std::size_t>(from.args_align, alignof(std::max_align_t));
+  const std::size_t bytes = std::max<std::size_t>((from.args_size + align - 1) / align * align, align);
+  args = static_cast<std::byte*>(std::aligned_alloc(align, bytes));
+  if (args == nullptr) throw std::bad_alloc();
+  std::memcpy(args, from.args, from.args_size);
+  launch.name = name;
+  launch.args = args;
+  if (from.cuda_args != nullptr) {
+    // Each points at one packed argument: the same offsets into this copy.
+    for (std::size_t i = 0; i < from.param_count; ++i)
+      cuda_args.push_back(args + (static_cast<const std::byte*>(from.cuda_args[i]) - static_cast<const std::byte*>(from.args)));
+    cuda_args.push_back(nullptr);
+    launch.cuda_args = cuda_args.data();
+  }
+  buffers.assign(from.buffers, from.buffers + from.buffer_count);
+  launch.buffers = buffers.data();
+  if (from.spans != nullptr) {
+    spans.assign(from.spans, from.spans + from.buffer_count);
+    span_bytes.assign(from.span_bytes, from.span_bytes + from.buffer_count);
+    launch.spans = spans.data();
+    launch.span_bytes = span_bytes.data();
+  }
+}
+
+RecordedLaunch::~RecordedLaunch() { std::free(args); }
+
+namespace {
+
+[[noreturn]] void refuse(const DeviceImpl& device, const char* what) {
+  fail(Errc::invalid_argument, what, " on a stream recording a devctx::Graph (", device.label(),
+       "): a graph records copies, memsets and kernel launches only; do this before or after recording");
+}
+
+/// True when a copy side is memory the host must read or write at the call (std::span, or a
+/// HostBuffer of another device): no graph can keep it.
+bool is_call_time_memory(const DeviceImpl& device, const MemRef& ref) {
+  if (ref.kind == MemKind::host_pageable) return true;
+  return ref.kind == MemKind::host_pinned && ref.allocation != nullptr && &ref.allocation->device() != &device;
+}
+
+}  // namespace
+
+class GraphImpl {
+ public:
+  explicit GraphImpl(DeviceImpl& device) : device_(device) {}
+
+  [[nodiscard]] DeviceImpl& device() const noexcept { return device_; }
+  std::vector<RecordedOp> ops;
+  std::vector<std::size_t> kernel_ops;  ///< op index of each launch, in order
+  std::unique_ptr<NativeGraph> native;
+  std::shared_ptr<QueueImpl> recorder;  ///< checks kernel updates (a RecordingQueue)
+  std::mutex mutex;                     ///< replays against updates
+
+ private:
+  DeviceImpl& device_;
+};
+
+namespace {
+
+/// The queue a recording stream refers to. Checks happen in the entry points as on any queue;
+/// what passes them lands here. Once the graph is made, it takes kernel updates only.
+class RecordingQueue final : public QueueImpl, public GraphRecorder {
+ public:
+  explicit RecordingQueue(DeviceImpl& device) : QueueImpl(device), graph_(std::make_shared<GraphImpl>(device)) {
+    raw_ = graph_.get();
+  }
+
+  GraphRecorder* recorder() noexcept override { return this; }
+
+  void record_copy(const MemRef& dst, const MemRef& src, std::size_t element_bytes) override {
+    recording("enqueue_copy");
+    for (const MemRef* side : {&dst, &src})
+      if (is_call_time_memory(device(), *side))
+        fail(Errc::invalid_argument, "enqueue_copy on a stream recording a devctx::Graph (", device().label(),
+             "): the ", side->what, " is ordinary host memory, which a copy reads or writes during the call, but "
+             "a graph copies at each replay; copy through a HostBuffer of this device");
+    RecordedOp op;
+    op.kind = RecordedOp::Kind::copy;
+    op.dst = dst;
+    op.src = src;
+    op.element_bytes = element_bytes;
+    raw_->ops.push_back(std::move(op));
+  }
+
+  void record_fill(const MemRef& dst, const void* value, std::size_t element_bytes) override {
+    recording("enqueue_memset");
+    RecordedOp op;
+    op.kind = RecordedOp::Kind::fill;
+    op.dst = dst;
+    op.element_bytes = element_bytes;
+    op.value.resize(element_bytes);
+    std::memcpy(op.value.data(), value, element_bytes);
+    raw_->ops.push_back(std::move(op));
+  }
+
+  void record_launch(const KernelLaunch& launch) override {
+    if (update_ != nullptr) return update_(launch);
+    recording("enqueue_function");
+    RecordedOp op;
+    op.kind = RecordedOp::Kind::launch;
+    op.launch = std::make_unique<RecordedLaunch>(launch);
+    raw_->kernel_ops.push_back(raw_->ops.size());
+    raw_->ops.push_back(std::move(op));
+  }
+
+  /// Ends the recording: the graph, made native when the backend can. The graph owns the
+  /// recorder from then on (for updates), so the recorder lets go of it.
+  std::shared_ptr<GraphImpl> finish() {
+    recording("Graph::record");
+    graph_->native = device().instantiate_graph(graph_->ops);
+    finished_ = true;
+    return std::move(graph_);
+  }
+
+  /// Runs `check` (a launch through queue_launch) with its launch handed to `update`.
+  template <class Check, class Update>
+  void with_update(Check&& check, Update&& update) {
+    update_ = std::forward<Update>(update);
+    struct Reset {
+      std::function<void(const KernelLaunch&)>& f;
+      ~Reset() { f = nullptr; }
+    } reset{update_};
+    check();
+  }
+
+  // What a recording stream refuses.
+  void* allocate(std::size_t, MemKind kind) override {
+    refuse(device(), kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer");
+  }
+  void free(void*, std::size_t, MemKind) noexcept override {}  // it never allocated
+  void copy(void*, MemKind, const void*, MemKind, std::size_t) override { refuse(device(), "a copy"); }
+  void fill(void*, MemKind, std::size_t, const void*, std::size_t) override { refuse(device(), "a fill"); }
+  void launch(const KernelLaunch&) override { refuse(device(), "a launch"); }
+  void synchronize() override { refuse(device(), "synchronize"); }
+  std::shared_ptr<EventImpl> record_event() override { refuse(device(), "record_event"); }
+  void wait_for(const std::shared_ptr<EventImpl>&) override { refuse(device(), "enqueue_wait_for"); }
+
+ private:
+  void recording(const char* operation) const {
+    if (finished_)
+      fail(Errc::invalid_argument, operation, " on the recording stream of a devctx::Graph whose recording has "
+                                              "finished: the StreamRef given to Graph::record's function is valid only "
+                                              "during that call");
+  }
+
+  std::shared_ptr<GraphImpl> graph_;  ///< while recording
+  GraphImpl* raw_ = nullptr;          ///< the graph, recording or not
+  bool finished_ = false;
+  std::function<void(const KernelLaunch&)> update_;
+};
+
+}  // namespace
+
+std::shared_ptr<QueueImpl> queue_graph_recorder(QueueImpl& queue) {
+  return std::make_shared<RecordingQueue>(queue.device());
+}
+
+std::shared_ptr<GraphImpl> graph_finish(QueueImpl& recorder) {
+  auto* r = dynamic_cast<RecordingQueue*>(&recorder);
+  if (r == nullptr) throw_invalid_handle("a stream that is not recording a devctx::Graph");
+  std::shared_ptr<GraphImpl> graph = r->finish();
+  // The recorder checks later updates as it checked the recording: the graph keeps it.
+  graph->recorder = r->shared_from_this();
+  return graph;
+}
+
+void graph_enqueue(QueueImpl& queue, GraphImpl& graph) {
+  if (&queue.device() != &graph.device())
+    fail(Errc::wrong_device, "Graph::enqueue on ", queue.device().label(), ": the graph was recorded on ",
+         graph.device().label(), "; replay it on a stream of that device");
+  if (queue.recorder() != nullptr) refuse(queue.device(), "Graph::enqueue");
+  const std::lock_guard lock(graph.mutex);
+  if (graph.native && !queue.checking()) {
+    // The frees of the buffers the graph uses wait for this replay, as for the same work enqueued.
+    for (const RecordedOp& op : graph.ops) {
+      for (Allocation* a : {op.dst.allocation, op.src.allocation})
+        if (a != nullptr && &a->device() == &queue.device()) a->note_use(queue);
+      if (op.launch)
+        for (Allocation* a : op.launch->buffers)
+          if (a != nullptr) a->note_use(queue);
+    }
+    graph.native->launch(queue);
+    return;
+  }
+  for (const RecordedOp& op : graph.ops) {
+    switch (op.kind) {
+      case RecordedOp::Kind::copy: queue_copy(queue, op.dst, op.src, op.element_bytes); break;
+      case RecordedOp::Kind::fill: queue_fill(queue, op.dst, op.value.data(), op.element_bytes); break;
+      case RecordedOp::Kind::launch: queue_launch(queue, op.launch->launch); break;
+    }
+  }
+}
+
+std::size_t graph_kernel_count(const GraphImpl& graph) noexcept { return graph.kernel_ops.size(); }
+
+void graph_update_kernel(GraphImpl& graph, std::size_t index, const KernelLaunch& launch) {
+  auto& recorder = static_cast<RecordingQueue&>(*graph.recorder);
+  if (index >= graph.kernel_ops.size())
+    fail(Errc::invalid_argument, "Graph::update_kernel<", launch.name, ">: launch ", index, " does not exist; the graph has ",
+         graph.kernel_ops.size(), " kernel launches (0 to ", graph.kernel_ops.size(), " - 1)");
+  const std::lock_guard lock(graph.mutex);
+  const std::size_t op_index = graph.kernel_ops[index];
+  RecordedOp& op = graph.ops[op_index];
+  const KernelLaunch& old = op.launch->launch;
+  if (old.cpu_run_block != launch.cpu_run_block || old.cuda_function != launch.cuda_function)
+    fail(Errc::invalid_argument, "Graph::update_kernel<", launch.name, ">: launch ", index, " of the graph is kernel '",
+         old.name, "'; an update keeps the kernel and changes its configuration and arguments");
+  // Checked as a launch is, by the entry point, which hands the launch back here.
+  recorder.with_update([&] { queue_launch(recorder, launch); },
+                       [&](const KernelLaunch& checked) {
+                         auto replacement = std::make_unique<RecordedLaunch>(checked);
+                         if (graph.native) graph.native->update_kernel(op_index, replacement->launch);
+                         op.launch = std::move(replacement);
+                       });
+}
+
+}  // namespace devctx::detail
