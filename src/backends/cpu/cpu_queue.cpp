@@ -145,9 +145,15 @@ void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq,
     }
     // Held at a collective's gate: past its deadline the other ranks are not coming (a
     // mismatched or missing call), and the collective fails rather than hang.
-    if (done.wait_until(lock, gate->deadline) == std::cv_status::timeout && !gate->open && Clock::now() >= gate->deadline) {
-      gate->expire();
-      release_idle(cpu().pool(), lock);
+    // The deadline is copied: the lock is released while waiting, and the op that owns the
+    // gate may complete and be freed meanwhile (ASan saw wait_until read it after that).
+    const Clock::time_point deadline = gate->deadline;
+    if (done.wait_until(lock, deadline) == std::cv_status::timeout) {
+      Gate* const now_waiting = ops_.empty() || head_dispatched_ ? nullptr : ops_.front()->gate();
+      if (now_waiting != nullptr && !now_waiting->open && Clock::now() >= now_waiting->deadline) {
+        now_waiting->expire();
+        release_idle(cpu().pool(), lock);
+      }
     }
   }
   if (!report) return;
