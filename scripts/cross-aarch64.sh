@@ -46,7 +46,11 @@ if [ ! -e "$binfmt/qemu-aarch64" ] && [ -f "$entry" ]; then
   [ -e "$binfmt/register" ] || $sudo_cmd mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || true
   [ -e "$binfmt/register" ] && $sudo_cmd sh -c "cat '$entry' > '$binfmt/register'" 2>/dev/null || true
 fi
-left_out=()
+# Always left out: the trust tests that set an address-space or thread limit on the process
+# (CpuAddressSpace, CpuThreadsEnv' worker that cannot start): under qemu-user the limits apply to
+# qemu's own process, with its own reservations and threads, not to what the tests model (two of
+# four and one of two fail there; all pass natively, in CI's x86-64 runs).
+left_out=(-E "^devctx_trust_tests_Cpu(AddressSpace|ThreadsEnv)$")
 if [ -e "$binfmt/qemu-aarch64" ] && grep -qx enabled "$binfmt/qemu-aarch64" 2>/dev/null; then
   export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu  # for the programs the kernel starts through qemu
 else
