@@ -111,13 +111,8 @@ section "TSan"
 # instrumented; their races would be reported against it).
 LEAVE_OUT="compile|fuzz|checked|examples|demo|mpi" TSAN_OPTIONS="halt_on_error=1 allocator_may_return_null=1" \
   extra_config tsan "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan"
-# Boost.Context: the behavioural suite (devctx_tests, every kernel form) and the fiber switch's own
-# tests; the rest of the suite does not depend on how fibers switch, and a whole third build
-# would take CI past 30 minutes.
+# Boost.Context (the portable fallback) forced on x86-64: the whole suite, as on AArch64.
 section "the portable fiber switch forced on x86-64 (DEVCTX_FIBER=boost)"
-cmake -S . -B build-test-boost -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVCTX_ENABLE_CUDA=OFF \
-  -DDEVCTX_WARNINGS_AS_ERRORS=ON -DDEVCTX_BUILD_BENCH=OFF -DDEVCTX_FIBER=boost >/dev/null
-cmake --build build-test-boost -j "$jobs" --target devctx_tests devctx_fiber_tests
-ctest --test-dir build-test-boost --output-on-failure -R "^devctx_tests_cpu$|^devctx_fiber_tests$"
+extra_config boost -DDEVCTX_FIBER=boost
 section "AArch64: cross-built, the whole suite under qemu-user (scripts/cross-aarch64.sh)"
 bash scripts/cross-aarch64.sh build-test-aarch64
