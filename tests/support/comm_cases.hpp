@@ -105,15 +105,20 @@ void run_type(Local& local, std::uint64_t seed, const char* type, const Report& 
   for (const ReduceOp op : ops) {
     const char* names[] = {"sum", "prod", "min", "max", "avg"};
     const std::string on = std::string(type) + " " + names[int(op)];
-    // all_reduce, out of place and in place
-    for (const bool in_place : {false, true}) {
-      const auto in = all_inputs(++which, c);
+    // The host reference: element e of every rank's input, combined.
+    const auto reduced = [&](const auto& in) {
       std::vector<T> want(c);
       for (std::size_t e = 0; e < c; ++e) {
         std::vector<T> col;
         for (int r = 0; r < n; ++r) col.push_back(in[std::size_t(r)][e]);
         want[e] = combine(op, col);
       }
+      return want;
+    };
+    // all_reduce, out of place and in place
+    for (const bool in_place : {false, true}) {
+      const auto in = all_inputs(++which, c);
+      const std::vector<T> want = reduced(in);
       std::vector<devctx::DeviceBuffer<T>> send, recv;
       for (std::size_t i = 0; i < L; ++i) {
         send.push_back(upload(i, in[std::size_t(local.ranks[i])]));
@@ -128,12 +133,7 @@ void run_type(Local& local, std::uint64_t seed, const char* type, const Report& 
     {
       const int root = n - 1;
       const auto in = all_inputs(++which, c);
-      std::vector<T> want(c);
-      for (std::size_t e = 0; e < c; ++e) {
-        std::vector<T> col;
-        for (int r = 0; r < n; ++r) col.push_back(in[std::size_t(r)][e]);
-        want[e] = combine(op, col);
-      }
+      const std::vector<T> want = reduced(in);
       std::vector<devctx::DeviceBuffer<T>> send, recv;
       for (std::size_t i = 0; i < L; ++i) {
         send.push_back(upload(i, in[std::size_t(local.ranks[i])]));
