@@ -27,7 +27,10 @@
 #
 # Environment: BUILD_DIR (default OUTDIR/build), DEVCTX_CUDA_ARCH (default 90), JOBS,
 # STEP_TIMEOUT (seconds per step, default 1800),
-# GPU_CHECK_SKIP (words among: ctest-all sanitize-tests cpu-bench python) to leave steps out,
+# GPU_CHECK_SKIP (words among: ctest-gpu ctest-all consumer python cuda-bench fiber-bench transfers
+# trace peer tensor-bench cpu-bench sanitize-tests) to leave steps out,
+# GPU_CHECK_REUSE_BUILD=1 to build into an existing BUILD_DIR incrementally instead of afresh
+# (a second call on a still-warm machine: e.g. only the sanitizers),
 # DEVCTX_DLPACK_INCLUDE_DIR (a directory holding dlpack/dlpack.h; found by itself otherwise).
 set -u
 
@@ -195,9 +198,13 @@ trace_check() {
 export -f environment configure sanitize python_tests transfers consumer trace_check 2>/dev/null || true
 step "environment" env.log environment
 
-rm -rf "$BUILD"
-step "configure" configure.log configure
-if [[ ${RESULTS[-1]} != ok ]]; then
+if [[ ${GPU_CHECK_REUSE_BUILD:-0} == 1 && -f $BUILD/build.ninja ]]; then
+  skip "configure" "GPU_CHECK_REUSE_BUILD: building into $BUILD as it is"
+else
+  rm -rf "$BUILD"
+  step "configure" configure.log configure
+fi
+if [[ ${RESULTS[-1]} != ok && ${RESULTS[-1]} != skipped* ]]; then
   # A missing test dependency should not hide the rest: try again without the tests.
   rm -rf "$BUILD"
   step "configure without tests" configure-notests.log configure -DDEVCTX_BUILD_TESTS=OFF
@@ -206,36 +213,42 @@ step "build" build.log cmake --build "$BUILD" -j "$JOBS" -- -k 0
 
 export DEVCTX_REQUIRE_GPU=1
 if [[ -f $BUILD/CTestTestfile.cmake ]]; then
-  step "ctest -L gpu (DEVCTX_REQUIRE_GPU=1)" ctest-gpu.log \
-    ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error
+  if skipped ctest-gpu; then skip "ctest -L gpu" "GPU_CHECK_SKIP"
+  else step "ctest -L gpu (DEVCTX_REQUIRE_GPU=1)" ctest-gpu.log \
+    ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error; fi
   if skipped ctest-all; then skip "ctest (all)" "GPU_CHECK_SKIP"
   else step "ctest (all)" ctest-all.log ctest --test-dir "$BUILD" --output-on-failure -j 4; fi
 else
   skip "ctest" "no tests configured"
 fi
-step "consumer: add_subdirectory, CXX only, C++20, on the GPU" consumer.log consumer
+if skipped consumer; then skip "consumer" "GPU_CHECK_SKIP"
+else step "consumer: add_subdirectory, CXX only, C++20, on the GPU" consumer.log consumer; fi
 if skipped python; then skip "python package and tests" "GPU_CHECK_SKIP"
 else step "python package and tests (DEVCTX_REQUIRE_GPU=1)" python.log python_tests; fi
 
 # ---- the benchmarks -----------------------------------------------------------------------------------
 BENCH=$BUILD/bench/cuda/devctx_bench_cuda
-if [[ -x $BENCH ]]; then
+if skipped cuda-bench; then skip "cuda benchmark" "GPU_CHECK_SKIP"
+elif [[ -x $BENCH ]]; then
   step "cuda benchmark (devctx vs raw CUDA)" bench-cuda.log "$BENCH"
 else
   skip "cuda benchmark" "devctx_bench_cuda not built"
 fi
 FIBER_BENCH=$BUILD/bench/cpu/devctx_bench_fiber_switch
-if [[ -x $FIBER_BENCH ]]; then
+if skipped fiber-bench; then skip "fiber switch benchmark" "GPU_CHECK_SKIP"
+elif [[ -x $FIBER_BENCH ]]; then
   step "fiber switch: assembly vs Boost.Context" bench-fiber.log "$FIBER_BENCH" --reps 9 --switches 5000000
 else
   skip "fiber switch benchmark" "not built (needs Boost.Context)"
 fi
-if [[ -x $BUILD/bench/cuda/devctx_bench_transfers ]]; then
+if skipped transfers; then skip "transfers benchmark" "GPU_CHECK_SKIP"
+elif [[ -x $BUILD/bench/cuda/devctx_bench_transfers ]]; then
   step "transfers benchmark and pipeline example" bench-transfers.log transfers
 else
   skip "transfers benchmark" "devctx_bench_transfers not built"
 fi
-if [[ -x $BUILD/tools/devctx ]]; then
+if skipped trace; then skip "trace of devctx demo" "GPU_CHECK_SKIP"
+elif [[ -x $BUILD/tools/devctx ]]; then
   step "trace of devctx demo vs CUDA events (5%), NVTX under nsys" trace.log trace_check
 else
   skip "trace of devctx demo" "the devctx tool not built"
@@ -243,10 +256,27 @@ fi
 # Copies between two GPUs (docs/scale-out.md): only on a machine with two (nvidia-h200-x2).
 PEER_BENCH=$BUILD/bench/cuda/devctx_bench_peer
 GPUS=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
-if [[ -x $PEER_BENCH && $GPUS -ge 2 ]]; then
+if skipped peer; then skip "peer copy benchmark" "GPU_CHECK_SKIP"
+elif [[ -x $PEER_BENCH && $GPUS -ge 2 ]]; then
   step "peer copy benchmark (devctx vs cudaMemcpyPeerAsync, 2 GPUs)" bench-peer.log "$PEER_BENCH"
 else
   skip "peer copy benchmark" "needs devctx_bench_peer and two GPUs ($GPUS present)"
+fi
+# LayoutTensor against flat indexing (tiled matmul, target within 2% on the GPU) and a
+# devctx::Graph replay against a raw CUDA graph (target <= 1.1x), issue 14.
+tensor_graph() {
+  local status=0
+  "$BUILD/bench/tensor/devctx_bench_tensor" || status=$?
+  echo
+  "$BUILD/bench/cuda/devctx_bench_graph" || status=$?
+  return "$status"
+}
+export -f tensor_graph
+if skipped tensor-bench; then skip "tensor and graph benchmarks" "GPU_CHECK_SKIP"
+elif [[ -x $BUILD/bench/tensor/devctx_bench_tensor && -x $BUILD/bench/cuda/devctx_bench_graph ]]; then
+  step "tensor vs flat matmul, graph replay vs raw CUDA graph" bench-tensor.log tensor_graph
+else
+  skip "tensor and graph benchmarks" "not built"
 fi
 CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then
