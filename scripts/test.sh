@@ -27,6 +27,8 @@ section() {
 }
 trap 'status=$?; section "(end)"; printf "%s\n" "== seconds per step (total ${SECONDS} s, exit status $status)" "${section_times[@]}"' EXIT
 bash scripts/setup.sh
+# The tools tests validate `devctx bench --json` against its schema; here the schema is required.
+export DEVCTX_REQUIRE_JSONSCHEMA=1
 jobs=$(nproc)
 configs=(cpu)
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then

@@ -15,7 +15,12 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-import jsonschema
+try:
+    import jsonschema  # python3-jsonschema: scripts/packages.txt installs it, and CI requires it
+except ModuleNotFoundError:  # e.g. the GPU machine, which has no package registry
+    if os.environ.get("DEVCTX_REQUIRE_JSONSCHEMA") == "1":
+        raise
+    jsonschema = None
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -36,7 +41,10 @@ def main() -> int:
     out = subprocess.run([*tool, "bench", suite, "--device", device, "--max-bytes", "65536", "--json",
                           "--plot", str(svg_path)], check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
-    jsonschema.validate(doc, json.loads(pathlib.Path(schema_path).read_text()))
+    if jsonschema is None:
+        print("python3-jsonschema not installed: the schema is not checked, the rest is")
+    else:
+        jsonschema.validate(doc, json.loads(pathlib.Path(schema_path).read_text()))
     rows = doc["results"]
     assert doc["suite"] == suite, doc["suite"]
     wanted = {"transfers", "launch", "alloc"} if suite == "all" else {suite}

@@ -267,6 +267,8 @@ TEST_P(Traced, TransfersThatDominateGetTheLessonsAdvice) {
 TEST_P(Traced, RefusedWorkIsNotRecordedAndNothingIsRecordedWhileOff) {
   auto a = ctx().enqueue_create_buffer<float>(10);
   auto b = ctx().enqueue_create_buffer<float>(11);
+  ctx().enqueue_memset(b, 1.5f);  // the copy below reads it (initcheck on the GPU)
+  ctx().synchronize();
   EXPECT_TRUE(devctx::trace::operations().empty());  // recording is off
   EXPECT_FALSE(devctx::trace::recording());
   try {
