@@ -27,8 +27,8 @@
 #
 # Environment: BUILD_DIR (default OUTDIR/build), DEVCTX_CUDA_ARCH (default 90), JOBS,
 # STEP_TIMEOUT (seconds per step, default 1800),
-# GPU_CHECK_SKIP (words among: ctest-gpu ctest-all consumer python cuda-bench fiber-bench transfers
-# trace peer tensor-bench cpu-bench sanitize-tests) to leave steps out,
+# GPU_CHECK_SKIP (words among: ctest-gpu ctest-all consumer python frameworks cuda-bench fiber-bench
+# transfers bench-plot trace peer tensor-bench cpu-bench sanitize-tests) to leave steps out,
 # GPU_CHECK_REUSE_BUILD=1 to build into an existing BUILD_DIR incrementally instead of afresh
 # (a second call on a still-warm machine: e.g. only the sanitizers),
 # DEVCTX_DLPACK_INCLUDE_DIR (a directory holding dlpack/dlpack.h; found by itself otherwise).
@@ -143,10 +143,23 @@ consumer() {
   grep -q "PASSED app: .* on NVIDIA" "$dir/app.out"
 }
 
+# Pageable copies from NumPy: devctx's Python package next to PyTorch and CuPy (issue 13's second
+# baseline), with the package python_tests installed.
+frameworks() {
+  [[ -d $OUTDIR/python-site ]] || { echo "the Python package was not built (python step)"; return 1; }
+  PYTHONPATH="$OUTDIR/python-site" python3 "$SRC/bench/python/transfers_vs_frameworks.py"
+}
+
+# `devctx bench transfers` on the GPU: its table, JSON and the SVG plot for docs/observability.md.
+bench_plot() {
+  "$BUILD/tools/devctx" bench transfers --device cuda --plot "$OUTDIR/bench_transfers_gpu.svg" &&
+    "$BUILD/tools/devctx" bench transfers --device cuda --json >"$OUTDIR/bench_transfers_gpu.json"
+}
+
 # The transfers benchmark, then the pipeline example at its default size (128 MiB in 16 chunks).
 transfers() {
   local status=0
-  "$BUILD/bench/cuda/devctx_bench_transfers" || status=$?
+  "$BUILD/bench/cuda/devctx_bench_transfers" --4g || status=$?
   echo
   echo "==> examples/07_pipeline (default size)"
   "$BUILD/examples/07_pipeline" || status=$?
@@ -195,7 +208,7 @@ trace_check() {
   return $status
 }
 
-export -f environment configure sanitize python_tests transfers consumer trace_check 2>/dev/null || true
+export -f environment configure sanitize python_tests transfers consumer trace_check frameworks bench_plot 2>/dev/null || true
 step "environment" env.log environment
 
 if [[ ${GPU_CHECK_REUSE_BUILD:-0} == 1 && -f $BUILD/build.ninja ]]; then
@@ -226,6 +239,9 @@ else step "consumer: add_subdirectory, CXX only, C++20, on the GPU" consumer.log
 if skipped python; then skip "python package and tests" "GPU_CHECK_SKIP"
 else step "python package and tests (DEVCTX_REQUIRE_GPU=1)" python.log python_tests; fi
 
+if skipped python || skipped frameworks; then skip "pageable copies vs PyTorch and CuPy" "GPU_CHECK_SKIP"
+else step "pageable copies from NumPy: devctx vs PyTorch and CuPy" bench-frameworks.log frameworks; fi
+
 # ---- the benchmarks -----------------------------------------------------------------------------------
 BENCH=$BUILD/bench/cuda/devctx_bench_cuda
 if skipped cuda-bench; then skip "cuda benchmark" "GPU_CHECK_SKIP"
@@ -246,6 +262,12 @@ elif [[ -x $BUILD/bench/cuda/devctx_bench_transfers ]]; then
   step "transfers benchmark and pipeline example" bench-transfers.log transfers
 else
   skip "transfers benchmark" "devctx_bench_transfers not built"
+fi
+if skipped bench-plot; then skip "devctx bench transfers --plot" "GPU_CHECK_SKIP"
+elif [[ -x $BUILD/tools/devctx ]]; then
+  step "devctx bench transfers on the GPU, its plot" bench-plot.log bench_plot
+else
+  skip "devctx bench transfers --plot" "the devctx tool not built"
 fi
 if skipped trace; then skip "trace of devctx demo" "GPU_CHECK_SKIP"
 elif [[ -x $BUILD/tools/devctx ]]; then

@@ -5,9 +5,11 @@
 // threads (several chunks ahead, as many as there are free slots), then cudaMemcpyAsync the
 // slot to the device on the copy's stream and record the slot's event; the slot is reused once
 // that event has completed. The call returns when the last chunk has reached the device (the
-// stream is synchronized, as on the direct path). Download (device -> pageable), per chunk: take a slot, cudaMemcpyAsync the chunk into
-// it on the stream and record its event (several chunks ahead), wait for the oldest chunk's
-// event, copy it out on the copy threads, give the slot back. The calling thread copies pieces
+// stream is synchronized, as on the direct path). Download (device -> pageable), per chunk: take
+// a slot, cudaMemcpyAsync the chunk into it on the stream and record its event (several chunks
+// ahead); wait for each chunk's event in turn and hand the chunk to the copy threads at once
+// (copying out chunk i overlaps the wait for chunk i+1); once every held chunk has landed, help
+// finish the oldest and give its slot back for the next DMA. The calling thread copies pieces
 // too, and makes every CUDA call: the copy threads only copy host memory.
 #include "backends/cuda/staging_engine.hpp"
 
@@ -68,6 +70,9 @@ class StagingEngine::Run {
   [[nodiscard]] bool full() const noexcept { return count_ == engine_.slots_.size(); }
   [[nodiscard]] Chunk& front() noexcept { return at(0); }
   [[nodiscard]] Chunk& at_back() noexcept { return at(count_ - 1); }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  /// The i-th chunk this copy holds, oldest first.
+  [[nodiscard]] Chunk& at(std::size_t i) noexcept { return ring_[(head_ + i) % engine_.slots_.size()]; }
 
   /// Takes a slot for the next chunk, at `offset`. False when none is free and `wait` is false,
   /// or on a failure (then in `failure`).
@@ -92,8 +97,6 @@ class StagingEngine::Run {
   [[nodiscard]] cudaEvent_t event(const Chunk& c) const noexcept { return engine_.slots_[c.slot].done; }
 
  private:
-  Chunk& at(std::size_t i) noexcept { return ring_[(head_ + i) % engine_.slots_.size()]; }
-
   StagingEngine& engine_;
   cudaStream_t stream_;
   std::size_t total_;
@@ -252,8 +255,9 @@ CudaCall StagingEngine::download(void* dst, const void* src, std::size_t bytes, 
   const auto* in = static_cast<const std::byte*>(src);
   Run run(*this, stream, bytes);
   CudaCall failure;
-  std::size_t next = 0;      // offset of the next chunk to bring into a slot
-  std::size_t written = 0;   // bytes copied out to the caller's memory
+  std::size_t next = 0;     // offset of the next chunk to bring into a slot
+  std::size_t written = 0;  // bytes copied out to the caller's memory
+  std::size_t landed = 0;   // chunks at the front of the run that are in their slots, being copied out
   while (written < bytes) {
     while (next < bytes && !run.full() && run.push(next, run.empty(), failure)) {
       Run::Chunk& c = run.at_back();
@@ -266,16 +270,27 @@ CudaCall StagingEngine::download(void* dst, const void* src, std::size_t bytes, 
       c.recorded = true;
     }
     if (!failure.ok()) return failure;
+    if (landed < run.size()) {
+      // The oldest chunk still on its way: wait for it, then hand it to the copy threads and go
+      // on to the next one, so that copying out chunk i overlaps waiting for chunk i+1 (the
+      // copy threads take their jobs oldest first). Finishing waits until no chunk is left to wait for.
+      Run::Chunk& c = run.at(landed);
+      failure = DEVCTX_CUDA(cudaEventSynchronize(run.event(c)));
+      if (!failure.ok()) return failure;
+      c.dma = c.recorded = false;  // the chunk is in the slot; nothing on the device uses it now
+      workers_.submit(c.job, out + c.offset, run.memory(c), c.bytes);
+      c.copying = true;
+      ++landed;
+      continue;
+    }
+    // Every chunk this copy holds has landed: help copy out the oldest, then free its slot for
+    // the next DMA.
     Run::Chunk& c = run.front();
-    failure = DEVCTX_CUDA(cudaEventSynchronize(run.event(c)));
-    if (!failure.ok()) return failure;
-    c.dma = c.recorded = false;  // the chunk is in the slot; nothing on the device uses it now
-    workers_.submit(c.job, out + c.offset, run.memory(c), c.bytes);
-    c.copying = true;
     workers_.finish(c.job);
     c.copying = false;
     written += c.bytes;
     run.pop(SlotState::free);
+    --landed;
   }
   return failure;
 }
