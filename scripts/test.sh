@@ -109,12 +109,14 @@ section "TSan"
 # reuse their TSan fiber, see fiber_switch.hpp). -Wno-tsan: GCC warns that TSan does not model
 # std::atomic_thread_fence, which checking mode uses for its own bookkeeping (label checked, not
 # run here). allocator_may_return_null=1 as for ASan. Left out besides: the examples and the demo
-# (large sizes: the suite covers the same code), and the MPI tests (OpenMPI's own threads are not
-# instrumented; their races would be reported against it).
-LEAVE_OUT="compile|fuzz|checked|examples|demo|mpi" TSAN_OPTIONS="halt_on_error=1 allocator_may_return_null=1" \
-  extra_config tsan "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan"
-# Boost.Context (the portable fallback) forced on x86-64: the whole suite, as on AArch64.
+# (large sizes: the suite covers the same code; so they are not built either, nor is the tool),
+# and the MPI tests (OpenMPI's own threads are not instrumented; their races would be reported
+# against it).
+LEAVE_OUT="compile|fuzz|checked|mpi" TSAN_OPTIONS="halt_on_error=1 allocator_may_return_null=1" \
+  extra_config tsan "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan" -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF
+# Boost.Context (the portable fallback) forced on x86-64: the whole test suite, as on AArch64
+# (the examples and the tool do not switch fibers in ways the tests do not: not built here).
 section "the portable fiber switch forced on x86-64 (DEVCTX_FIBER=boost)"
-extra_config boost -DDEVCTX_FIBER=boost
+extra_config boost -DDEVCTX_FIBER=boost -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF
 section "AArch64: cross-built, the whole suite under qemu-user (scripts/cross-aarch64.sh)"
 bash scripts/cross-aarch64.sh build-test-aarch64
