@@ -113,13 +113,15 @@ class StreamRef {
   [[nodiscard]] Event record_event() { return Event(detail::queue_record_event(queue())); }
 
   /// Work enqueued on this stream after this call starts only once `event` has completed.
-  /// Returns at once. The event must belong to the same device.
+  /// Returns at once. The event may belong to another device: of the same backend (two GPUs, two
+  /// CPU devices), or a GPU's event on a CPU device's stream and the reverse (a CPU worker, or a
+  /// host function on the GPU's stream, waits on the host: docs/scale-out.md); a failure of the
+  /// awaited work is reported by the stream it ran on.
   void enqueue_wait_for(const Event& event) { detail::queue_wait_for(queue(), event.impl()); }
   /// Work enqueued on this stream after this call starts only once all work enqueued so far on
   /// `other` (another DeviceContext's default stream, or a Stream) has completed. Returns at
-  /// once. `other` must be of the same device: devctx::Error (wrong_device) otherwise, and
-  /// nothing is enqueued. Waiting for itself is allowed and changes nothing (a stream runs its
-  /// work in order).
+  /// once. `other` may be of another device, as for enqueue_wait_for(const Event&). Waiting for
+  /// itself is allowed and changes nothing (a stream runs its work in order).
   void enqueue_wait_for(StreamRef other) {
     const Event end = other.record_event();
     detail::queue_wait_for(queue(), end.impl());

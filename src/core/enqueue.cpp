@@ -174,6 +174,10 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
                                                                                      : effective_kind(queue, dst);
   const MemKind src_kind = cross == CrossCopy::as_host && foreign_device(queue, src) ? MemKind::host_pageable
                                                                                      : effective_kind(queue, src);
+  // CPU device memory read by a GPU's stream may still be written by CPU streams this stream waits
+  // for (enqueue_wait_for an event of the CPU device): the GPU's pageable paths read host memory
+  // when called (the staged one fills its first chunks at once), so wait for this stream first.
+  if (cross == CrossCopy::as_host && foreign_device(queue, src) != nullptr) queue.synchronize();
   GuardSlot into(host_guard_of(queue, dst)), out_of(host_guard_of(queue, src));
   trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::copy, .bytes = bytes, .dst = dst_kind, .src = src_kind}; },
                 [&] { queue.copy(dst.data, dst_kind, src.data, src_kind, bytes); });
@@ -281,8 +285,8 @@ void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
   if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
   if (!queue.device().can_wait_for(event->device()))
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
-         event->device().label(), "; a stream can wait for events of devices of its own backend only: wait on the "
-         "host (event.synchronize()) before enqueueing the dependent work");
+         event->device().label(), ", which this stream's device cannot wait for: wait on the host "
+         "(event.synchronize()) before enqueueing the dependent work");
   const auto wait = [&] {
     trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::wait}; }, [&] { queue.wait_for(event); });
   };

@@ -246,6 +246,16 @@ std::shared_ptr<EventImpl> CpuQueue::record_event() {
 }
 
 void CpuQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
+  if (event->device().info().api != Api::cpu) {
+    // An event of another backend (a GPU's): one worker waits for it on the host, holding this
+    // stream back, and lets go of the event as soon as it has completed (so that this queue's ops
+    // never hold a GPU event once done). A failure the GPU reports at that wait fails this op.
+    push(std::make_unique<HostTaskOp>([awaited = event]() mutable {
+      const std::shared_ptr<EventImpl> held = std::move(awaited);
+      held->synchronize();
+    }));
+    return;
+  }
   push(std::make_unique<WaitOp>(std::static_pointer_cast<CpuEvent>(event)));
 }
 

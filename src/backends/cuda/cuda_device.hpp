@@ -55,7 +55,10 @@ class CudaDevice final : public DeviceImpl {
   // Several GPUs (docs/scale-out.md): a stream waits for another GPU's event (cudaStreamWaitEvent
   // works across devices) and copies to and from its memory (cudaMemcpyPeerAsync: direct when
   // peer access exists, which the first copy enables; staged by CUDA through host memory else).
-  [[nodiscard]] bool can_wait_for(const DeviceImpl& other) const noexcept override { return other.info().api == Api::cuda; }
+  /// GPUs' events, and CPU devices' (a host function on the stream waits for them: CudaQueue::wait_for).
+  [[nodiscard]] bool can_wait_for(const DeviceImpl& other) const noexcept override {
+    return other.info().api == Api::cuda || other.info().api == Api::cpu;
+  }
   [[nodiscard]] bool can_access_peer(const DeviceImpl& other) const override;
   [[nodiscard]] bool can_copy_peer(const DeviceImpl& other) const override { return other.info().api == Api::cuda; }
   /// Enables this device's direct access to GPU `peer`'s memory, once, where the hardware

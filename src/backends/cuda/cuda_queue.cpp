@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 
 #include "backends/cuda/cuda_device.hpp"
@@ -70,6 +72,20 @@ class CudaQueue final : public QueueImpl {
   void fill_doubling(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes);
   /// Whether the stream is being captured into a CUDA graph (or cannot say).
   [[nodiscard]] bool capturing() const noexcept;
+  /// wait_for an event of a CPU device: a host function on the stream waits for it.
+  void wait_for_host_event(const std::shared_ptr<EventImpl>& event);
+  /// Drops the waits for CPU events whose host function has returned.
+  void forget_host_waits() noexcept;
+
+  /// One wait for a CPU device's event: the host function that waits gets a pointer to it, and
+  /// the queue drops it only once that function has returned (never in the function itself, which
+  /// must make no CUDA call: dropping the last reference to an event could lead to one).
+  struct HostWait {
+    std::shared_ptr<EventImpl> event;
+    std::atomic<bool> done{false};
+  };
+  std::mutex host_waits_mutex_;
+  std::vector<std::unique_ptr<HostWait>> host_waits_;
 
   std::shared_ptr<CudaDevice> device_;
   cudaStream_t stream_ = nullptr;
@@ -136,6 +152,9 @@ CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device, int priority) : QueueIm
 }
 
 CudaQueue::~CudaQueue() {
+  // A host function still to run reads its HostWait: wait for the stream before they go.
+  forget_host_waits();
+  if (!host_waits_.empty()) ignore(cudaStreamSynchronize(stream_));
   // Returns at once; work still enqueued completes and then the stream's resources go.
   // At process exit the runtime may already be unloading: nothing to report then.
   if (owns_stream_) ignore(cudaStreamDestroy(stream_));
@@ -263,6 +282,43 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
   check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "enqueue_copy");
 }
 
+void CudaQueue::wait_for_host_event(const std::shared_ptr<EventImpl>& event) {
+  // A graph would replay the host function long after this event: refuse, as for staging.
+  if (capturing())
+    fail(Errc::invalid_argument, "enqueue_wait_for on ", device_->label(), ": the stream is being recorded into a "
+         "graph, which cannot wait for an event of ", event->device().label(), " (a CPU device); wait for it before "
+         "recording, or record on a CPU stream");
+  forget_host_waits();
+  auto wait = std::make_unique<HostWait>();
+  wait->event = event;
+  HostWait* raw = wait.get();
+  {
+    const std::lock_guard lock(host_waits_mutex_);
+    host_waits_.push_back(std::move(wait));
+  }
+  // The GPU stream stops at this host function until the CPU device has reached the event. A
+  // failure of the CPU stream is reported there (at its synchronize), not here: the GPU goes on.
+  const auto wait_on_host = [](void* data) {
+    auto* w = static_cast<HostWait*>(data);
+    try {
+      w->event->synchronize();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): reported on the CPU stream itself
+    }
+    w->done.store(true, std::memory_order_release);
+  };
+  device_->make_current();
+  const CudaCall call = DEVCTX_CUDA(cudaLaunchHostFunc(stream_, wait_on_host, raw));
+  if (!call.ok()) {
+    raw->done.store(true, std::memory_order_release);  // never enqueued
+    check(call, *device_, "enqueue_wait_for");
+  }
+}
+
+void CudaQueue::forget_host_waits() noexcept {
+  const std::lock_guard lock(host_waits_mutex_);
+  std::erase_if(host_waits_, [](const std::unique_ptr<HostWait>& w) { return w->done.load(std::memory_order_acquire); });
+}
+
 bool CudaQueue::capturing() const noexcept {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   // When the query itself fails, the direct path is the one that reports failures clearly.
@@ -359,6 +415,7 @@ void CudaQueue::synchronize() {
   device_->check_alive("synchronize");
   check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "synchronize");
   forget_kernels();
+  forget_host_waits();
 }
 
 std::shared_ptr<EventImpl> CudaQueue::record_event() {
@@ -374,6 +431,7 @@ std::shared_ptr<EventImpl> CudaQueue::record_event() {
 void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
   const NvtxRange range([] { return std::string("wait_for"); });
   device_->check_alive("enqueue_wait_for");
+  if (event->device().info().api != Api::cuda) return wait_for_host_event(event);
   check(DEVCTX_CUDA(cudaStreamWaitEvent(stream_, static_cast<CudaEvent&>(*event).handle(), 0)), *device_,
         "enqueue_wait_for");
 }
