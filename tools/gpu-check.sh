@@ -21,7 +21,8 @@
 #      tests included (python/tests/test_gpu_interop.py)
 #   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
 #      (found with `ctest -L gpu -LE "gpu_fault|fuzz" --show-only=json-v1`; the device-fault runs,
-#      label gpu_fault, fault on purpose; the CUDA fuzzer run, label fuzz, is too long for the sanitizers)
+#      label gpu_fault, fault on purpose; the CUDA fuzzer run, label fuzz, and the tool's GPU
+#      benchmark run, label tools, are too long under the sanitizers: 2-3 minutes together)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
 # ends the output; the exit status is non-zero when any step failed.
 #
@@ -314,7 +315,7 @@ fi
 # fields separated by the unit separator (0x1f): unlike a tab, `read` does not merge two of them,
 # so an empty ENV field (a test without environment) stays a field.
 gpu_test_commands() {
-  ctest --test-dir "$BUILD" -L gpu -LE "gpu_fault|fuzz" --show-only=json-v1 2>/dev/null | python3 -c '
+  ctest --test-dir "$BUILD" -L gpu -LE "gpu_fault|fuzz|tools" --show-only=json-v1 2>/dev/null | python3 -c '
 import json, sys
 data = json.load(sys.stdin)
 for t in data.get("tests", []):
