@@ -63,15 +63,13 @@ std::optional<double> raw_cuda_copy_us(int id, std::size_t bytes, bool host_to_d
       return host_to_device ? cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream)
                             : cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream);
     };
-    bool fine_init = true;
     // Pageable memory: touched first (no first-use page faults in the timing, as devctx's own
     // std::vector), and each copy waited for, which is what devctx's enqueue_copy from pageable
     // memory promises (done on return): the same work on both sides of the comparison.
     // Both sides hold defined bytes (compute-sanitizer's initcheck reads every copy's source).
     std::memset(host, 1, bytes);
-    fine_init = ok(cudaMemset(device, 2, bytes));
     const auto copy = [&] { return ok(one()) && (pinned || ok(cudaStreamSynchronize(stream))); };
-    bool fine = fine_init && copy() && ok(cudaStreamSynchronize(stream)) && ok(cudaEventRecord(start, stream));  // warm-up
+    bool fine = ok(cudaMemset(device, 2, bytes)) && copy() && ok(cudaStreamSynchronize(stream)) && ok(cudaEventRecord(start, stream));  // warm-up
     for (int i = 0; fine && i < iterations; ++i) fine = copy();
     float ms = 0;
     if (fine && ok(cudaEventRecord(stop, stream)) && ok(cudaEventSynchronize(stop)) &&

@@ -20,7 +20,7 @@
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
 #   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
-#      (found with `ctest -L gpu -LE "gpu_fault|fuzz" --show-only=json-v1`; the device-fault runs,
+#      (found with `ctest -L gpu -LE "gpu_fault|fuzz|tools" --show-only=json-v1`; the device-fault runs,
 #      label gpu_fault, fault on purpose; the CUDA fuzzer run, label fuzz, and the tool's GPU
 #      benchmark run, label tools, are too long under the sanitizers: 2-3 minutes together)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
