@@ -383,6 +383,8 @@ TEST(TransferSettings, MalformedValuesStopTheDeviceFromOpening) {
   };
   for (const Case& c : {Case{"DEVCTX_CUDA_COPY_THREADS", "lots", "DEVCTX_CUDA_COPY_THREADS"},
                         Case{"DEVCTX_CUDA_COPY_THREADS", "100000", "outside"},
+                        Case{"DEVCTX_CUDA_COPY_SPIN_US", "soon", "DEVCTX_CUDA_COPY_SPIN_US"},
+                        Case{"DEVCTX_CUDA_COPY_SPIN_US", "1000000", "outside"},
                         Case{"DEVCTX_CUDA_STAGING_BYTES", "1024", "DEVCTX_CUDA_STAGING_BYTES"},
                         Case{"DEVCTX_CUDA_STAGING_CHUNK_BYTES", "1073741824", "fewer than two chunks"},
                         Case{"DEVCTX_CUDA_STAGING", "maybe", "not a flag"},

@@ -268,12 +268,37 @@ int main(int argc, char** argv) {
   }  // the device closes: the sweeps reopen it with other settings
 
   // ---- 3. sweeps of the staged path's settings -------------------------------------------------------
-  const auto measure = [&](std::size_t n, int trials) {
+  // with_raw: a raw pageable copy of the same size runs between devctx's (as in part 1), so that
+  // devctx's copy threads have slept and their cores idled before each measured copy.
+  const auto measure = [&](std::size_t n, int trials, bool with_raw = false) {
     devctx::DeviceContext ctx{devctx::Api::cuda, 0};
     auto d = ctx.enqueue_create_buffer<Byte>(n);
     ctx.synchronize();
     const int reps = reps_for(n);
     auto span = std::span<Byte>(pageable.data(), n);
+    const auto raw_pageable = [&] {
+      return gbps(n, 1, [&] {
+        CK(cudaMemcpyAsync(d.data(), pageable.data(), n, cudaMemcpyHostToDevice, raw));
+        CK(cudaStreamSynchronize(raw));
+      });
+    };
+    if (with_raw) {
+      const auto m = alternate(trials, 1, {[&] {
+                                             return gbps(n, reps, [&] {
+                                               for (int r = 0; r < reps; ++r) ctx.enqueue_copy(d, span);
+                                               ctx.synchronize();
+                                             });
+                                           },
+                                           raw_pageable,
+                                           [&] {
+                                             return gbps(n, reps, [&] {
+                                               for (int r = 0; r < reps; ++r) ctx.enqueue_copy(span, d);
+                                               ctx.synchronize();
+                                             });
+                                           },
+                                           raw_pageable});
+      return std::vector<double>{m[0], m[2]};
+    }
     const auto up = [&] {
       return gbps(n, reps, [&] {
         for (int r = 0; r < reps; ++r) ctx.enqueue_copy(d, span);
@@ -320,6 +345,16 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
+
+  std::printf("\n3c. 256 MiB pageable copies, each after a raw pageable copy (the copy threads idle in between),\n"
+              "    by DEVCTX_CUDA_COPY_SPIN_US (how long copy threads wait actively for the next chunk), GB/s H2D / D2H:\n   ");
+  for (const char* spin : {"0", "100", "500", "2000"}) {
+    const Env e("DEVCTX_CUDA_COPY_SPIN_US", spin);
+    const auto m = measure(std::size_t{256} << 20, 5, true);
+    std::printf("  %s us %5.1f / %5.1f", spin, m[0], m[1]);
+    std::fflush(stdout);
+  }
+  std::printf("\n");
 
   // ---- 4. an idle context whose staging engine has started: its copy threads sleep -----------------
   {

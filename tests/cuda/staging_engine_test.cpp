@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -50,15 +52,19 @@ struct Stream {
 
 TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
   std::mt19937_64 rng(1);
-  for (const std::size_t threads : {0, 1, 3, 8}) {
-    CopyWorkers workers(threads);
+  // Sleeping workers, and workers that wait actively inside an open session.
+  for (const auto& [threads, spin] : {std::pair{0, 0}, {1, 0}, {3, 0}, {8, 0}, {1, 200}, {3, 200}, {8, 200}}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads, spin " + std::to_string(spin) + " us");
+    CopyWorkers workers(threads, std::chrono::microseconds(spin));
+    std::optional<CopyWorkers::Session> session;
+    if (spin != 0) session.emplace(workers);
     for (const std::size_t n : {std::size_t{1}, std::size_t{4095}, std::size_t{1} << 20, (std::size_t{5} << 20) + 77}) {
       const auto src = random_bytes(rng, n);
       std::vector<unsigned char> dst(n + 2, 0xA5);
       CopyWorkers::Job job;
       workers.submit(job, dst.data() + 1, src.data(), n);
       workers.finish(job);
-      ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 1)) << threads << " threads, " << n << " bytes";
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 1)) << n << " bytes";
       EXPECT_EQ(dst.front(), 0xA5);
       EXPECT_EQ(dst.back(), 0xA5);
     }
@@ -66,7 +72,8 @@ TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
 }
 
 TEST(CopyWorkers, CancelLeavesNoWorkerOnTheMemory) {
-  CopyWorkers workers(4);
+  CopyWorkers workers(4, std::chrono::microseconds(100));
+  const CopyWorkers::Session session(workers);
   std::mt19937_64 rng(2);
   for (int round = 0; round < 50; ++round) {
     const std::size_t n = std::size_t{4} << 20;

@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace devctx::detail::cuda {
 namespace {
@@ -13,9 +18,32 @@ namespace {
 /// Pieces smaller than this cost more in hand-offs than they gain in parallelism.
 constexpr std::size_t kMinPieceBytes = std::size_t{256} << 10;
 
+/// One step of an active wait: tells the core that this is a spin loop (it yields its pipeline
+/// to a sibling hyper-thread and saves power).
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 }  // namespace
 
-CopyWorkers::CopyWorkers(std::size_t threads) : thread_count_(threads) {
+template <class Done>
+void CopyWorkers::spin_until(Done done) const noexcept {
+  if (spin_.count() == 0) return;
+  const auto until = std::chrono::steady_clock::now() + spin_;
+  for (unsigned i = 1; !done() && sessions_.load(std::memory_order_relaxed) != 0; ++i) {
+    cpu_relax();
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() >= until) return;
+      std::this_thread::yield();  // where threads outnumber cores, the copying ones go first
+    }
+  }
+}
+
+CopyWorkers::CopyWorkers(std::size_t threads, std::chrono::microseconds spin) : thread_count_(threads), spin_(spin) {
   threads_.reserve(threads);
   try {
     for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
@@ -56,7 +84,10 @@ void CopyWorkers::submit(Job& job, void* dst, const void* src, std::size_t bytes
     job.pieces_ = bytes == 0 ? 0 : (bytes + job.piece_bytes_ - 1) / job.piece_bytes_;
     job.claimed_ = 0;
     job.done_ = 0;
-    if (job.pieces_ != 0) queue_.push_back(&job);
+    if (job.pieces_ != 0) {
+      queue_.push_back(&job);
+      queued_.store(queue_.size(), std::memory_order_relaxed);
+    }
   }
   // The finishing thread takes one piece; wake a worker for each of the others.
   for (std::size_t i = 1; i < std::min(job.pieces_, thread_count_ + 1); ++i) wake_.notify_one();
@@ -67,6 +98,7 @@ std::size_t CopyWorkers::take_piece(Job& job) {
   if (job.claimed_ == job.pieces_) {
     const auto it = std::find(queue_.begin(), queue_.end(), &job);
     if (it != queue_.end()) queue_.erase(it);
+    queued_.store(queue_.size(), std::memory_order_relaxed);
   }
   return piece;
 }
@@ -85,6 +117,13 @@ void CopyWorkers::copy_piece(std::unique_lock<std::mutex>& lock, Job& job, std::
 void CopyWorkers::run() noexcept {
   std::unique_lock lock(mutex_);
   for (;;) {
+    if (queue_.empty() && !stopping_ && sessions_.load(std::memory_order_relaxed) != 0) {
+      // A copy is in progress: its next chunk comes soon. (Its notify may find this thread
+      // spinning, not waiting: the wait below then finds the job queued.)
+      lock.unlock();
+      spin_until([&] { return queued_.load(std::memory_order_relaxed) != 0; });
+      lock.lock();
+    }
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and nothing left to copy
     Job& job = *queue_.front();
@@ -96,6 +135,14 @@ void CopyWorkers::run() noexcept {
 void CopyWorkers::finish(Job& job) noexcept {
   std::unique_lock lock(mutex_);
   while (job.claimed_ < job.pieces_) copy_piece(lock, job, take_piece(job));
+  if (job.done_ != job.pieces_) {
+    // The workers are finishing their pieces. Taking the mutex again afterwards also waits
+    // for the last one to let go of the job.
+    const std::size_t pieces = job.pieces_;
+    lock.unlock();
+    spin_until([&] { return job.done_.load(std::memory_order_acquire) == pieces; });
+    lock.lock();
+  }
   job.finished_.wait(lock, [&] { return job.done_ == job.pieces_; });
 }
 
@@ -104,6 +151,7 @@ void CopyWorkers::cancel(Job& job) noexcept {
   if (job.claimed_ < job.pieces_) {
     const auto it = std::find(queue_.begin(), queue_.end(), &job);
     if (it != queue_.end()) queue_.erase(it);
+    queued_.store(queue_.size(), std::memory_order_relaxed);
     job.pieces_ = job.claimed_;
   }
   job.finished_.wait(lock, [&] { return job.done_ == job.pieces_; });

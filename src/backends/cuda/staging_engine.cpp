@@ -45,7 +45,11 @@ class StagingEngine::Run {
   };
 
   Run(StagingEngine& engine, cudaStream_t stream, std::size_t total)
-      : engine_(engine), stream_(stream), total_(total), ring_(new Chunk[engine.slots_.size()]) {}
+      : engine_(engine),
+        session_(engine.workers_),
+        stream_(stream),
+        total_(total),
+        ring_(new Chunk[engine.slots_.size()]) {}
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
 
@@ -98,6 +102,7 @@ class StagingEngine::Run {
 
  private:
   StagingEngine& engine_;
+  CopyWorkers::Session session_;  ///< the copy threads wait actively for this copy's chunks
   cudaStream_t stream_;
   std::size_t total_;
   std::unique_ptr<Chunk[]> ring_;
@@ -105,7 +110,7 @@ class StagingEngine::Run {
 };
 
 StagingEngine::StagingEngine(const TransferSettings& settings, cudaMemPool_t host_pool)
-    : chunk_bytes_(settings.chunk_bytes), slots_(settings.chunks()), workers_(settings.copy_threads) {
+    : chunk_bytes_(settings.chunk_bytes), slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
   const std::size_t bytes = chunk_bytes_ * slots_.size();
   void* memory = nullptr;
   const auto operation = [&] { return concat("enqueue_copy (allocating ", bytes_text(bytes), " of page-locked staging memory)"); };
