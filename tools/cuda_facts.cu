@@ -23,6 +23,54 @@ bool ok(cudaError_t status) {
   return false;
 }
 
+/// Makes device `id` current for one scope (`fine()` says whether it could), then restores the
+/// device that was current.
+class OnDevice {
+ public:
+  explicit OnDevice(int id) noexcept { fine_ = ok(cudaGetDevice(&previous_)) && ok(cudaSetDevice(id)); }
+  ~OnDevice() { (void)cudaSetDevice(previous_); }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+  [[nodiscard]] bool fine() const noexcept { return fine_; }
+
+ private:
+  int previous_ = 0;
+  bool fine_ = false;
+};
+
+/// A stream with two events around the timed work: begin() after the warm-up, us_per(n) at
+/// the end (microseconds per iteration by the GPU's clock, or nothing after a failure).
+class TimedStream {
+ public:
+  TimedStream() noexcept {
+    fine_ = ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)) && ok(cudaEventCreate(&start_)) &&
+            ok(cudaEventCreate(&stop_));
+  }
+  ~TimedStream() {
+    if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
+    if (start_ != nullptr) (void)cudaEventDestroy(start_);
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+  TimedStream(const TimedStream&) = delete;
+  TimedStream& operator=(const TimedStream&) = delete;
+  [[nodiscard]] bool fine() const noexcept { return fine_; }
+  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
+  /// Waits for the warm-up, then marks the start of the timed work.
+  [[nodiscard]] bool begin() const noexcept { return ok(cudaStreamSynchronize(stream_)) && ok(cudaEventRecord(start_, stream_)); }
+  [[nodiscard]] std::optional<double> us_per(int iterations) const noexcept {
+    float ms = 0;
+    if (!ok(cudaEventRecord(stop_, stream_)) || !ok(cudaEventSynchronize(stop_)) ||
+        !ok(cudaEventElapsedTime(&ms, start_, stop_)))
+      return std::nullopt;
+    return 1000.0 * double(ms) / iterations;
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bool fine_ = false;
+};
+
 }  // namespace
 
 std::optional<GpuFacts> gpu_facts(int id) {
@@ -38,97 +86,69 @@ std::optional<GpuFacts> gpu_facts(int id) {
   (void)ok(cudaDeviceGetAttribute(&f.memory_bus_bits, cudaDevAttrGlobalMemoryBusWidth, id));
   int l2 = 0;
   if (ok(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, id))) f.l2_bytes = std::size_t(l2);
-  int previous = 0;
-  if (ok(cudaGetDevice(&previous)) && ok(cudaSetDevice(id))) {
+  if (const OnDevice on(id); on.fine()) {
     std::size_t free_bytes = 0, total = 0;
     if (ok(cudaMemGetInfo(&free_bytes, &total))) f.free_bytes = free_bytes;
-    (void)ok(cudaSetDevice(previous));
   }
   return f;
 }
 
 std::optional<double> raw_cuda_copy_us(int id, std::size_t bytes, bool host_to_device, bool pinned, int iterations) {
-  int previous = 0;
-  if (!ok(cudaGetDevice(&previous)) || !ok(cudaSetDevice(id))) return std::nullopt;
+  const OnDevice on(id);
+  if (!on.fine()) return std::nullopt;
   void* device = nullptr;
   void* host = nullptr;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  const TimedStream stream;
   std::optional<double> result;
-  if (ok(cudaMalloc(&device, bytes)) &&
-      (pinned ? ok(cudaMallocHost(&host, bytes)) : (host = std::malloc(bytes)) != nullptr) &&
-      ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) && ok(cudaEventCreate(&start)) &&
-      ok(cudaEventCreate(&stop))) {
-    auto one = [&] {
-      return host_to_device ? cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream)
-                            : cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream);
+  if (stream.fine() && ok(cudaMalloc(&device, bytes)) &&
+      (pinned ? ok(cudaMallocHost(&host, bytes)) : (host = std::malloc(bytes)) != nullptr)) {
+    const auto one = [&] {
+      return host_to_device ? cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream.get())
+                            : cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream.get());
     };
     // Pageable memory: touched first (no first-use page faults in the timing, as devctx's own
     // std::vector), and each copy waited for, which is what devctx's enqueue_copy from pageable
     // memory promises (done on return): the same work on both sides of the comparison.
     // Both sides hold defined bytes (compute-sanitizer's initcheck reads every copy's source).
     std::memset(host, 1, bytes);
-    const auto copy = [&] { return ok(one()) && (pinned || ok(cudaStreamSynchronize(stream))); };
-    bool fine = ok(cudaMemset(device, 2, bytes)) && copy() && ok(cudaStreamSynchronize(stream)) && ok(cudaEventRecord(start, stream));  // warm-up
+    const auto copy = [&] { return ok(one()) && (pinned || ok(cudaStreamSynchronize(stream.get()))); };
+    bool fine = ok(cudaMemset(device, 2, bytes)) && copy() && stream.begin();  // warm-up
     for (int i = 0; fine && i < iterations; ++i) fine = copy();
-    float ms = 0;
-    if (fine && ok(cudaEventRecord(stop, stream)) && ok(cudaEventSynchronize(stop)) &&
-        ok(cudaEventElapsedTime(&ms, start, stop)))
-      result = 1000.0 * double(ms) / iterations;
+    if (fine) result = stream.us_per(iterations);
   }
-  if (stop != nullptr) (void)cudaEventDestroy(stop);
-  if (start != nullptr) (void)cudaEventDestroy(start);
-  if (stream != nullptr) (void)cudaStreamDestroy(stream);
   if (host != nullptr) (void)(pinned ? cudaFreeHost(host) : (std::free(host), cudaSuccess));
   if (device != nullptr) (void)cudaFree(device);
-  (void)cudaSetDevice(previous);
   return result;
 }
 
 std::optional<double> raw_cuda_launch_us(int id, unsigned blocks, int iterations) {
-  int previous = 0;
-  if (!ok(cudaGetDevice(&previous)) || !ok(cudaSetDevice(id))) return std::nullopt;
-  cudaStream_t stream = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  std::optional<double> result;
-  if (ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) && ok(cudaEventCreate(&start)) &&
-      ok(cudaEventCreate(&stop))) {
-    raw_empty_kernel<<<blocks, 256, 0, stream>>>(nullptr);  // warm-up (loads the kernel)
-    bool fine = ok(cudaGetLastError()) && ok(cudaStreamSynchronize(stream)) && ok(cudaEventRecord(start, stream));
-    for (int i = 0; fine && i < iterations; ++i) {
-      raw_empty_kernel<<<blocks, 256, 0, stream>>>(nullptr);
-      fine = ok(cudaGetLastError());
-    }
-    float ms = 0;
-    if (fine && ok(cudaEventRecord(stop, stream)) && ok(cudaEventSynchronize(stop)) &&
-        ok(cudaEventElapsedTime(&ms, start, stop)))
-      result = 1000.0 * double(ms) / iterations;
+  const OnDevice on(id);
+  if (!on.fine()) return std::nullopt;
+  const TimedStream stream;
+  if (!stream.fine()) return std::nullopt;
+  raw_empty_kernel<<<blocks, 256, 0, stream.get()>>>(nullptr);  // warm-up (loads the kernel)
+  bool fine = ok(cudaGetLastError()) && stream.begin();
+  for (int i = 0; fine && i < iterations; ++i) {
+    raw_empty_kernel<<<blocks, 256, 0, stream.get()>>>(nullptr);
+    fine = ok(cudaGetLastError());
   }
-  if (stop != nullptr) (void)cudaEventDestroy(stop);
-  if (start != nullptr) (void)cudaEventDestroy(start);
-  if (stream != nullptr) (void)cudaStreamDestroy(stream);
-  (void)cudaSetDevice(previous);
-  return result;
+  return fine ? stream.us_per(iterations) : std::nullopt;
 }
 
 std::optional<double> raw_cuda_alloc_us(int id, std::size_t bytes, int iterations) {
-  int previous = 0;
-  if (!ok(cudaGetDevice(&previous)) || !ok(cudaSetDevice(id))) return std::nullopt;
-  cudaStream_t stream = nullptr;
-  std::optional<double> result;
-  if (ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) && ok(cudaStreamSynchronize(stream))) {
-    const auto begin = std::chrono::steady_clock::now();
-    bool fine = true;
-    for (int i = 0; fine && i < iterations; ++i) {
-      void* p = nullptr;
-      fine = ok(cudaMallocAsync(&p, bytes, stream)) && ok(cudaFreeAsync(p, stream));
-    }
-    if (fine && ok(cudaStreamSynchronize(stream)))
-      result = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count() / iterations;
+  const OnDevice on(id);
+  if (!on.fine()) return std::nullopt;
+  const TimedStream stream;
+  if (!stream.fine() || !ok(cudaStreamSynchronize(stream.get()))) return std::nullopt;
+  // Host time: allocation is a host call; its cost is what the caller waits.
+  const auto begin = std::chrono::steady_clock::now();
+  bool fine = true;
+  for (int i = 0; fine && i < iterations; ++i) {
+    void* p = nullptr;
+    fine = ok(cudaMallocAsync(&p, bytes, stream.get())) && ok(cudaFreeAsync(p, stream.get()));
   }
-  if (stream != nullptr) (void)cudaStreamDestroy(stream);
-  (void)cudaSetDevice(previous);
-  return result;
+  if (!fine || !ok(cudaStreamSynchronize(stream.get()))) return std::nullopt;
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count() / iterations;
 }
 
 }  // namespace devctx_tool

@@ -108,49 +108,55 @@ bool AccessLog::initialised(const Touch& t) noexcept {
   return r.init->written(r.init_offset + std::size_t(t.address - r.begin), t.bytes);
 }
 
-Finding AccessLog::uninitialised_read(const Touch& t, std::uint32_t reader) const {
+Finding AccessLog::finding(Finding::Kind kind, const Touch& t, std::uint32_t thread) const {
   Finding f;
-  f.kind = Finding::Kind::uninitialised_read;
+  f.kind = kind;
   f.region = t.region;
   f.address = t.address;
   f.bytes = t.bytes;
-  f.first = {block_, reader};
+  f.first = {block_, thread};
   f.interval = interval_;
   return f;
 }
 
+Finding AccessLog::uninitialised_read(const Touch& t, std::uint32_t reader) const {
+  return finding(Finding::Kind::uninitialised_read, t, reader);
+}
+
 Finding AccessLog::same_block_race(const Touch& t, std::uint32_t writer, std::uint32_t other, bool other_wrote) const {
-  Finding f;
-  f.kind = Finding::Kind::race;
-  f.region = t.region;
-  f.address = t.address;
-  f.bytes = t.bytes;
-  f.first = {block_, writer};
+  Finding f = finding(Finding::Kind::race, t, writer);
   f.first_wrote = true;
   f.second = {block_, other};
   f.second_wrote = other_wrote;
-  f.interval = interval_;
   return f;
+}
+
+std::pair<std::uint32_t, bool> AccessLog::find_or_add(std::uint32_t rank, Region& region, const void* address,
+                                                      std::size_t bytes) {
+  const auto [slot, inserted] = index_.try_emplace(reinterpret_cast<std::uintptr_t>(address));
+  if (!inserted) return {*slot, false};
+  *slot = std::uint32_t(touches_.size());
+  Touch& t = touches_.emplace_back();
+  t.address = static_cast<const std::byte*>(address);
+  t.region = &region;
+  t.bytes = std::uint32_t(bytes);
+  t.last = rank;
+  take_snapshot(t);
+  return {*slot, true};
 }
 
 std::optional<Finding> AccessLog::touch(std::uint32_t rank, Region& region, const void* address, std::size_t bytes,
                                         bool read_only) {
-  const auto [slot, inserted] = index_.try_emplace(reinterpret_cast<std::uintptr_t>(address));
+  const auto [index, inserted] = find_or_add(rank, region, address, bytes);
   if (inserted) {
-    *slot = std::uint32_t(touches_.size());
-    Touch& t = touches_.emplace_back();
-    t.address = static_cast<const std::byte*>(address);
-    t.region = &region;
-    t.bytes = std::uint32_t(bytes);
-    t.last = rank;
-    take_snapshot(t);
+    Touch& t = touches_[index];
     if (read_only) {
       if (!initialised(t)) return uninitialised_read(t, rank);
       t.read_checked = true;
     }
     return std::nullopt;
   }
-  Touch& t = touches_[*slot];
+  Touch& t = touches_[index];
   if (t.last == rank) {
     // Reading what this thread wrote itself is fine; reading what nobody wrote is not.
     if (read_only && !t.read_checked && !t.wrote && !changed(t)) {
@@ -181,17 +187,7 @@ std::optional<Finding> AccessLog::touch(std::uint32_t rank, Region& region, cons
 }
 
 std::optional<Finding> AccessLog::atomic(std::uint32_t rank, Region& region, const void* address, std::size_t bytes) {
-  const auto [slot, inserted] = index_.try_emplace(reinterpret_cast<std::uintptr_t>(address));
-  if (inserted) {
-    *slot = std::uint32_t(touches_.size());
-    Touch& t = touches_.emplace_back();
-    t.address = static_cast<const std::byte*>(address);
-    t.region = &region;
-    t.bytes = std::uint32_t(bytes);
-    t.last = rank;
-    take_snapshot(t);
-  }
-  Touch& t = touches_[*slot];
+  Touch& t = touches_[find_or_add(rank, region, address, bytes).first];
   // Written earlier in this interval (by this thread, or atomically by another): initialised.
   const bool written_here = t.wrote || t.atomic || changed(t);
   t.atomic = true;

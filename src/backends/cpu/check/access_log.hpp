@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/check/regions.hpp"
@@ -125,9 +126,14 @@ class AccessLog {
     bool atomic = false;
   };
 
+  /// The index of `address`'s touch in this interval, and whether it was added now (by `rank`,
+  /// with its snapshot taken).
+  std::pair<std::uint32_t, bool> find_or_add(std::uint32_t rank, Region& region, const void* address, std::size_t bytes);
   void take_snapshot(Touch& t);
   [[nodiscard]] bool changed(const Touch& t) const noexcept;
   [[nodiscard]] static bool initialised(const Touch& t) noexcept;
+  /// A finding of `kind` on `t`, its first thread `thread` of this block and interval.
+  [[nodiscard]] Finding finding(Finding::Kind kind, const Touch& t, std::uint32_t thread) const;
   [[nodiscard]] Finding uninitialised_read(const Touch& t, std::uint32_t reader) const;
   [[nodiscard]] Finding same_block_race(const Touch& t, std::uint32_t writer, std::uint32_t other,
                                         bool other_wrote) const;
