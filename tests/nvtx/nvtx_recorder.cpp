@@ -78,7 +78,8 @@ nvtxDomainHandle_t NVTX_API domain_create_a(const char* name) {
 /// Sets slot `id` of a callback table to `fn`, when the program's NVTX has that slot.
 template <class Fn>
 void install(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn) {
-  if (table != nullptr && id <= size && table[id] != nullptr)  // size: the largest id *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+  // `size` is the largest id the table has (GetModuleFunctionTable's out_size).
+  if (table != nullptr && id <= size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
 }
 
 }  // namespace
