@@ -74,7 +74,7 @@ int main() {
     for (std::size_t i = 0; i < n; ++i) h[i] = input[i];
     ctx.enqueue_copy(d, h);
     ctx.enqueue_copy(d2, std::span<const std::uint32_t>(pageable));
-    ctx.enqueue_function<devctx_test::add_kernel>({.grid_dim = unsigned((n + 127) / 128), .block_dim = 128}, d, add);
+    ctx.enqueue_function<add_kernel>({.grid_dim = unsigned((n + 127) / 128), .block_dim = 128}, d, add);
     ctx.enqueue_copy(h, d);
     ctx.synchronize();
     ctx.enqueue_copy(std::span<std::uint32_t>(out), d2);
