@@ -27,7 +27,8 @@ namespace devctx::trace {
 /// What an operation was.
 enum class Kind : unsigned char {
   allocate,      ///< enqueue_create_buffer / enqueue_create_host_buffer
-  free,          ///< a buffer's memory released in stream order (its last handle went)
+  free,          ///< a buffer's memory released in stream order (its last handle went, or a
+                 ///< released buffer's `free` was called), on the stream that allocated it
   copy,          ///< enqueue_copy (and the buffers' copy verbs)
   fill,          ///< enqueue_memset / enqueue_fill
   kernel,        ///< enqueue_function

@@ -309,6 +309,45 @@ TEST_P(Traced, RefusedWorkIsNotRecordedAndNothingIsRecordedWhileOff) {
   EXPECT_EQ(ctx().report().device_to_device.bytes, 40u);
 }
 
+TEST_P(Traced, ExplicitAndImplicitFreesAreRecordedOnTheBuffersHomeStream) {
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(100, 5000)(rng);
+  auto s = ctx().create_stream();
+  auto d = s.enqueue_create_buffer<std::uint32_t>(n);  // home: the created stream
+  auto h = ctx().enqueue_create_host_buffer<std::uint64_t>(n);
+  auto d2 = ctx().enqueue_create_buffer<std::uint16_t>(n);
+  ctx().synchronize();
+  devctx::trace::start();
+  ctx().synchronize();  // the context's stream is stream 1 of the trace
+  s.enqueue_memset(d, std::uint32_t(rng()));
+  ctx().enqueue_memset(d2, std::uint16_t(rng()));
+  const auto released = d.release();  // explicit: the new owner frees it
+  released.free(released.owner);
+  const auto released_host = h.release();
+  released_host.free(released_host.owner);
+  { const auto gone = std::move(d2); }  // implicit: the last handle goes
+  devctx::trace::stop();
+  const auto ops = devctx::trace::operations();
+  struct Want {
+    Kind kind;
+    int stream;
+    std::uint64_t bytes;
+    bool host_memory;
+  };
+  const std::vector<Want> want = {
+      {Kind::synchronize, 1, 0, false}, {Kind::fill, 2, n * 4, false}, {Kind::fill, 1, n * 2, false},
+      {Kind::free, 2, n * 4, false},    {Kind::free, 1, n * 8, true},  {Kind::free, 1, n * 2, false},
+  };
+  ASSERT_EQ(ops.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "operation " << i + 1 << " (" << ops[i].name << ")");
+    EXPECT_EQ(ops[i].kind, want[i].kind);
+    EXPECT_EQ(ops[i].stream, want[i].stream);
+    EXPECT_EQ(ops[i].bytes, want[i].bytes);
+    EXPECT_EQ(ops[i].host_memory, want[i].host_memory);
+  }
+  ctx().synchronize();
+}
+
 TEST_P(Traced, EachHostThreadAndStreamHasItsOwnTrack) {
   // Two host threads, each enqueueing on its own stream at the same time.
   constexpr int kCopies = 50;
