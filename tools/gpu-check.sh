@@ -13,16 +13,18 @@
 #      its default size, into bench-transfers.log
 #   3c. the trace of `devctx demo` (DEVCTX_TRACE_FILE) on the GPU: each step's device time in the
 #      trace against the demo's own CUDA-event timing, within 5% (tools/check_demo_trace.py), the
-#      trace drawn as a timeline, and, when nsys is installed, an Nsight Systems run with
-#      DEVCTX_NVTX=1 whose NVTX summary must name devctx's operations and kernels; into trace.log
+#      trace drawn as a timeline, and a run with DEVCTX_NVTX=1 whose NVTX ranges must name devctx's
+#      operations and kernels: under Nsight Systems when nsys is installed, else through the
+#      tests' NVTX injection library (tests/nvtx/nvtx_recorder.cpp, no profiler); into trace.log
 #   3d. with two GPUs, the peer copy benchmark (bench/cuda/peer_bench.cu) into bench-peer.log
 #   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
 #   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
-#      (found with `ctest -L gpu -LE "gpu_fault|fuzz|tools" --show-only=json-v1`; the device-fault runs,
+#      (found with `ctest -L gpu -LE "gpu_fault|fuzz|tools|nvtx" --show-only=json-v1`; the device-fault runs,
 #      label gpu_fault, fault on purpose; the CUDA fuzzer run, label fuzz, and the tool's GPU
-#      benchmark run, label tools, are too long under the sanitizers: 2-3 minutes together)
+#      benchmark run, label tools, are too long under the sanitizers: 2-3 minutes together; the
+#      NVTX check, label nvtx, loads its own NVTX injection library, which the sanitizer's would meet)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
 # ends the output; the exit status is non-zero when any step failed.
 #
@@ -203,8 +205,25 @@ trace_check() {
     for name in vector_add scale block_sum "copy HtoD" "copy DtoH" synchronize; do
       grep -q "$name" "$OUTDIR/demo_nvtx.txt" || { echo "nsys: no NVTX range named '$name'"; status=1; }
     done
+  elif [[ -f $BUILD/tests/libdevctx_nvtx_recorder.so ]]; then
+    # No profiler: the tests' NVTX injection library (tests/nvtx/nvtx_recorder.cpp) records the
+    # ranges NVTX hands a profiler, one line each: push<TAB>domain<TAB>name / pop<TAB>domain.
+    echo
+    echo "== nsys not installed: DEVCTX_NVTX=1 with the test NVTX injection library"
+    rm -f "$OUTDIR/demo_nvtx.txt"
+    DEVCTX_NVTX=1 NVTX_INJECTION64_PATH="$BUILD/tests/libdevctx_nvtx_recorder.so" \
+      DEVCTX_NVTX_RECORD="$OUTDIR/demo_nvtx.txt" "$BUILD/tools/devctx" demo --n "$n" >/dev/null || status=1
+    grep -P '^push\tdevctx\t' "$OUTDIR/demo_nvtx.txt" | cut -f3 | sed -E 's/ [0-9.]+ [KMG]iB \([0-9]+ bytes\)$| [0-9]+ bytes$/ <bytes>/' |
+      sort | uniq -c | sort -rn || status=1
+    local pushes pops
+    pushes=$(grep -cP '^push\tdevctx\t' "$OUTDIR/demo_nvtx.txt")
+    pops=$(grep -cP '^pop\tdevctx$' "$OUTDIR/demo_nvtx.txt")
+    [[ $pushes == "$pops" && $pushes -gt 0 ]] || { echo "NVTX: $pushes devctx ranges pushed, $pops popped"; status=1; }
+    for name in vector_add scale block_sum "copy HtoD .*bytes" "copy DtoH .*bytes" synchronize "free "; do
+      grep -qP "^push\tdevctx\t.*$name" "$OUTDIR/demo_nvtx.txt" || { echo "NVTX: no devctx range named '$name'"; status=1; }
+    done
   else
-    echo "nsys not installed: NVTX names not checked"
+    echo "nsys not installed and the test NVTX injection library not built: NVTX names not checked"
   fi
   return $status
 }
@@ -315,7 +334,7 @@ fi
 # fields separated by the unit separator (0x1f): unlike a tab, `read` does not merge two of them,
 # so an empty ENV field (a test without environment) stays a field.
 gpu_test_commands() {
-  ctest --test-dir "$BUILD" -L gpu -LE "gpu_fault|fuzz|tools" --show-only=json-v1 2>/dev/null | python3 -c '
+  ctest --test-dir "$BUILD" -L gpu -LE "gpu_fault|fuzz|tools|nvtx" --show-only=json-v1 2>/dev/null | python3 -c '
 import json, sys
 data = json.load(sys.stdin)
 for t in data.get("tests", []):

@@ -72,6 +72,7 @@ std::vector<devctx::trace::Operation> read_trace(const std::string& path) {
       op.direction = direction_of(a.value("direction", ""));
       op.pageable = a.value("host_memory", "") == "pageable";
       op.staged = a.value("path", "") == "staged";
+      op.host_memory = a.value("memory", "") == "host";  // allocations and frees
       op.host_begin_us = ts;
       op.host_end_us = ts + dur;
     }

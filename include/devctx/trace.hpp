@@ -27,13 +27,15 @@ namespace devctx::trace {
 /// What an operation was.
 enum class Kind : unsigned char {
   allocate,      ///< enqueue_create_buffer / enqueue_create_host_buffer
-  free,          ///< a buffer's memory released in stream order
+  free,          ///< a buffer's memory released in stream order (its last handle went, or a
+                 ///< released buffer's `free` was called), on the stream that allocated it
   copy,          ///< enqueue_copy (and the buffers' copy verbs)
   fill,          ///< enqueue_memset / enqueue_fill
   kernel,        ///< enqueue_function
   wait,          ///< enqueue_wait_for: the stream waits for an event
   record_event,  ///< record_event
-  synchronize,   ///< the host waits for a stream or a context
+  synchronize,   ///< the host waits: for a stream, a context, a device (synchronize_device), an
+                 ///< event (Event::synchronize, elapsed_ms); on the track of the stream it waits for
 };
 
 /// Which way a copy moved its bytes (the kinds of memory of its two sides as devctx sees them:
@@ -114,6 +116,10 @@ struct Report {
   std::uint64_t fills = 0;
   std::uint64_t fill_bytes = 0;
   double fill_ms = 0;
+  /// Host waits (Kind::synchronize: a stream's, a context's or a device's synchronize,
+  /// Event::synchronize, elapsed_ms) and the host time they took, summed.
+  std::uint64_t host_waits = 0;
+  double host_wait_ms = 0;
   /// Uploads followed by a download of the same device: each download that comes after at
   /// least one upload since the previous download counts one round trip.
   std::uint64_t round_trips = 0;

@@ -25,10 +25,14 @@
 
 namespace devctx::detail {
 
+class QueueImpl;
+
 class EventImpl {
  public:
   virtual ~EventImpl() = default;
   [[nodiscard]] virtual DeviceImpl& device() const = 0;
+  /// The queue the event was recorded on (the trace puts a host wait for it on that stream's track).
+  [[nodiscard]] virtual QueueImpl& recorded_on() const = 0;
   /// Blocks until the event's point has been reached; throws failures of work before it.
   virtual void synchronize() = 0;
   [[nodiscard]] virtual bool query() = 0;

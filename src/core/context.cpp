@@ -164,8 +164,11 @@ class ContextImpl {
   }
 
   void synchronize_device() {
-    synchronize_device_observed(*device_);
-    synchronize();
+    trace::traced(*queue_, [] { return trace::OpDesc{.kind = trace::Kind::synchronize, .name = "synchronize_device"}; },
+                  [&] {
+                    synchronize_device_observed(*device_);
+                    synchronize_all();
+                  });
   }
 
  private:
@@ -247,7 +250,9 @@ trace::Report DeviceContext::report() const {
 
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
-  detail::event_synchronize(*impl_);
+  detail::trace::traced(impl_->recorded_on(),
+                        [] { return detail::trace::OpDesc{.kind = trace::Kind::synchronize, .name = "Event::synchronize"}; },
+                        [&] { detail::event_synchronize(*impl_); });
   impl_->device().run_finished_releases();
 }
 
@@ -261,7 +266,11 @@ double elapsed_ms(const Event& start, const Event& stop) {
   if (&start.impl()->device() != &stop.impl()->device())
     detail::fail(Errc::wrong_device, "elapsed_ms: the events belong to different devices (",
                  start.impl()->device().label(), " and ", stop.impl()->device().label(), ')');
-  const double ms = stop.impl()->elapsed_ms_since(*start.impl());  // has waited for both
+  // Waits for both events: a host wait, on the track of the stream that recorded `stop`.
+  const double ms = detail::trace::traced(
+      stop.impl()->recorded_on(),
+      [] { return detail::trace::OpDesc{.kind = trace::Kind::synchronize, .name = "elapsed_ms"}; },
+      [&] { return stop.impl()->elapsed_ms_since(*start.impl()); });
   detail::event_reached(*start.impl());
   detail::event_reached(*stop.impl());
   return ms;

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """tests/tools/check_trace.py - DEVCTX_TRACE_FILE and DEVCTX_REPORT on a whole program (`devctx
 demo`): the file is a trace-event JSON whose device tracks hold the demo's copies and kernels,
-the report printed at exit names them, and `devctx trace summarize` of the file prints the same
-byte counts as that report; `devctx trace timeline` draws one bar per device operation.
+the report printed at exit names them, frees and host waits are in it, and `devctx trace
+summarize` of the file prints the same byte counts and host waits as that report; `devctx trace
+timeline` draws one bar per device operation.
 
 usage: check_trace.py DEVCTX_TOOL WORKDIR
 """
@@ -48,6 +49,15 @@ def main() -> int:
     summary = subprocess.run([*tool, "trace", "summarize", str(trace)], check=True, capture_output=True,
                              text=True).stdout
     assert byte_lines(summary) == byte_lines(report) and byte_lines(report), (summary, report)
+    # Host waits (the demo's synchronizes and elapsed_ms calls) and frees are in the file, and
+    # summarize counts the same waits as the report printed at exit.
+    waits = [e for e in events if e["ph"] == "X" and e["pid"] == 0 and e["cat"] == "synchronize"]
+    assert any(e["name"] == "elapsed_ms" for e in waits), sorted({e["name"] for e in waits})
+    frees = [e for e in events if e["pid"] == 0 and e.get("cat") == "free"]
+    assert frees and all(e["args"]["bytes"] > 0 and e["args"]["memory"] in ("host", "device") for e in frees), frees[:3]
+    wait_line = re.compile(r"host waits \(synchronize, events\): (\d+),")
+    counts = [m.group(1) for text in (summary, report) for m in [wait_line.search(text)] if m]
+    assert counts == [str(len(waits))] * 2, (counts, len(waits))
     print(summary)
 
     # The timeline: well-formed SVG, one bar (a rect with a title) per device operation.

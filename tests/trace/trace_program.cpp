@@ -22,7 +22,7 @@ ProgramResult run_trace_program(devctx::DeviceContext& ctx, std::mt19937_64& rng
   auto& e = r.expected;
 
   auto h = ctx.enqueue_create_host_buffer<std::uint32_t>(r.n);
-  e.push_back({Kind::allocate, "create_host_buffer", 1, bytes});
+  e.push_back({Kind::allocate, "create_host_buffer", 1, bytes, Direction::none, false, true});
   auto d = ctx.enqueue_create_buffer<std::uint32_t>(r.n);
   e.push_back({Kind::allocate, "create_buffer", 1, bytes});
   auto d2 = ctx.enqueue_create_buffer<std::uint32_t>(r.n);
@@ -50,6 +50,11 @@ ProgramResult run_trace_program(devctx::DeviceContext& ctx, std::mt19937_64& rng
   e.push_back({Kind::kernel, "affine_kernel", 2, 0});
   const auto after_affine = s.record_event();
   e.push_back({Kind::record_event, "record_event", 2, 0});
+  // Host waits for events: on the track of the stream that recorded the (last) event.
+  after_affine.synchronize();
+  e.push_back({Kind::synchronize, "Event::synchronize", 2, 0});
+  const double kernels_ms = devctx::elapsed_ms(after_add, after_affine);
+  e.push_back({Kind::synchronize, "elapsed_ms", 2, 0});
   ctx.enqueue_wait_for(after_affine);
   e.push_back({Kind::wait, "wait_for", 1, 0});
   ctx.enqueue_copy(h, d2);
@@ -72,13 +77,14 @@ ProgramResult run_trace_program(devctx::DeviceContext& ctx, std::mt19937_64& rng
   ctx.enqueue_copy(std::span<std::uint32_t>(copied), h);
   e.push_back({Kind::copy, "copy HtoH", 1, bytes, Direction::host_to_host, true});
   auto back = ctx.enqueue_create_host_buffer<std::uint32_t>(r.n);
-  e.push_back({Kind::allocate, "create_host_buffer", 1, bytes});
+  e.push_back({Kind::allocate, "create_host_buffer", 1, bytes, Direction::none, false, true});
   ctx.enqueue_copy(back, d2);
   e.push_back({Kind::copy, "copy DtoH", 1, bytes, Direction::device_to_host, false});
-  ctx.synchronize();
-  e.push_back({Kind::synchronize, "synchronize", 1, 0});
+  ctx.synchronize_device();
+  e.push_back({Kind::synchronize, "synchronize_device", 1, 0});
 
-  r.values_ok = true;
+  r.values_ok = kernels_ms >= 0;
+  if (!r.values_ok) r.first_bad = "elapsed_ms(after_add, after_affine) = " + std::to_string(kernels_ms);
   auto check = [&](const char* what, std::size_t i, std::uint32_t got, std::uint32_t want) {
     if (got == want || !r.values_ok) return;
     r.values_ok = false;
@@ -92,8 +98,11 @@ ProgramResult run_trace_program(devctx::DeviceContext& ctx, std::mt19937_64& rng
     check("host copy of the HostBuffer", i, copied[i], added * mul + plus);
     check("memset buffer copied back", i, back[i], fill);
   }
-  // The buffers' memory is freed as they go, in reverse order of declaration.
-  for (int i = 0; i < 4; ++i) e.push_back({Kind::free, "free", 1, bytes});
+  // The buffers' memory is freed as they go, in reverse order of declaration: back, d2, d, h.
+  e.push_back({Kind::free, "free", 1, bytes, Direction::none, false, true});
+  e.push_back({Kind::free, "free", 1, bytes});
+  e.push_back({Kind::free, "free", 1, bytes});
+  e.push_back({Kind::free, "free", 1, bytes, Direction::none, false, true});
   return r;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/trace/trace_program.hpp - the scripted program whose trace the trace tests check: copies
-// of each kind, kernels on two streams ordered by an event, a memset, synchronizes and a free,
+// of each kind, kernels on two streams ordered by an event, a memset, host waits (a context's
+// and a device's synchronize, Event::synchronize, elapsed_ms) and frees,
 // with what each step should record.
 #pragma once
 
@@ -21,6 +22,7 @@ struct Expected {
   std::uint64_t bytes;      ///< 0 where the operation has no byte count
   devctx::trace::Direction direction = devctx::trace::Direction::none;
   bool pageable = false;
+  bool host_memory = false; ///< allocations and frees: a HostBuffer's memory
 };
 
 struct ProgramResult {

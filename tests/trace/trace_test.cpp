@@ -77,6 +77,7 @@ TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
     EXPECT_EQ(op.bytes, want.bytes);
     EXPECT_EQ(op.direction, want.direction);
     if (want.kind == Kind::copy) { EXPECT_EQ(op.pageable, want.pageable); }
+    EXPECT_EQ(op.host_memory, want.host_memory);  // allocations and frees: which memory
     EXPECT_FALSE(op.staged);  // small copies: never staged
     EXPECT_EQ(op.device, std::string(devctx::to_string(api())) + ":0 (" + ctx().name() + ")");
     EXPECT_EQ(op.host_thread, r.ops[0].host_thread);
@@ -165,6 +166,13 @@ TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
                                                                                  : "pinned");
       EXPECT_EQ(a.at("path"), "direct");
     }
+    if (want.kind == Kind::allocate || want.kind == Kind::free) {
+      EXPECT_EQ(a.at("memory"), want.host_memory ? "host" : "device");
+    } else {
+      EXPECT_FALSE(a.contains("memory"));
+    }
+    // A host wait spans the wait itself on the host track; it has no device event.
+    if (want.kind == Kind::synchronize) { EXPECT_GE(e.at("dur").get<double>(), 0.0); }
     if (want.kind == Kind::kernel) {
       EXPECT_EQ(a.at("grid_dim"), json::array({r.program.grid, 1, 1}));
       EXPECT_EQ(a.at("block_dim"), json::array({r.program.block, 1, 1}));
@@ -212,6 +220,11 @@ TEST_P(Traced, TheReportCountsExactlyWhatTheProgramMoved) {
   EXPECT_EQ(report.fills, 1u);
   EXPECT_EQ(report.fill_bytes, bytes);
   EXPECT_EQ(report.round_trips, 1u);  // uploads, then downloads: one round trip
+  // Host waits: two synchronizes, Event::synchronize, elapsed_ms, synchronize_device.
+  EXPECT_EQ(report.host_waits, 5u);
+  EXPECT_EQ(report.host_waits, std::uint64_t(std::count_if(r.ops.begin(), r.ops.end(), [](const auto& op) {
+              return op.kind == Kind::synchronize;
+            })));
 
   // The time shares are those of the trace file's device events.
   const json doc = json::parse(devctx::trace::to_json(r.ops));
@@ -227,6 +240,10 @@ TEST_P(Traced, TheReportCountsExactlyWhatTheProgramMoved) {
   EXPECT_NEAR(report.transfer_ms() * 1000, copy_us, tolerance);
   EXPECT_NEAR(report.kernel_ms * 1000, kernel_us, tolerance);
   EXPECT_NEAR(report.fill_ms * 1000, fill_us, tolerance);
+  double wait_us = 0;
+  for (const json& e : doc["traceEvents"])
+    if (e.at("ph") == "X" && e.at("pid") == 0 && e.at("cat") == "synchronize") wait_us += e.at("dur").get<double>();
+  EXPECT_NEAR(report.host_wait_ms * 1000, wait_us, tolerance);
   const double busy = copy_us + kernel_us + fill_us;
   ASSERT_GT(busy, 0);
   EXPECT_NEAR(report.transfer_share, copy_us / busy, 1e-3);
@@ -234,6 +251,7 @@ TEST_P(Traced, TheReportCountsExactlyWhatTheProgramMoved) {
   const std::string text = devctx::trace::to_string(report);
   EXPECT_THAT(text, testing::HasSubstr("host -> device (HostBuffer, pinned)"));
   EXPECT_THAT(text, testing::HasSubstr("round trips (uploads then a download): 1"));
+  EXPECT_THAT(text, testing::HasSubstr("host waits (synchronize, events): 5, "));
 }
 
 TEST_P(Traced, TransfersThatDominateGetTheLessonsAdvice) {
@@ -289,6 +307,45 @@ TEST_P(Traced, RefusedWorkIsNotRecordedAndNothingIsRecordedWhileOff) {
   EXPECT_EQ(ops[0].name, "copy DtoD");
   EXPECT_EQ(ops[1].name, "synchronize");
   EXPECT_EQ(ctx().report().device_to_device.bytes, 40u);
+}
+
+TEST_P(Traced, ExplicitAndImplicitFreesAreRecordedOnTheBuffersHomeStream) {
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(100, 5000)(rng);
+  auto s = ctx().create_stream();
+  auto d = s.enqueue_create_buffer<std::uint32_t>(n);  // home: the created stream
+  auto h = ctx().enqueue_create_host_buffer<std::uint64_t>(n);
+  auto d2 = ctx().enqueue_create_buffer<std::uint16_t>(n);
+  ctx().synchronize();
+  devctx::trace::start();
+  ctx().synchronize();  // the context's stream is stream 1 of the trace
+  s.enqueue_memset(d, std::uint32_t(rng()));
+  ctx().enqueue_memset(d2, std::uint16_t(rng()));
+  const auto released = d.release();  // explicit: the new owner frees it
+  released.free(released.owner);
+  const auto released_host = h.release();
+  released_host.free(released_host.owner);
+  { const auto gone = std::move(d2); }  // implicit: the last handle goes
+  devctx::trace::stop();
+  const auto ops = devctx::trace::operations();
+  struct Want {
+    Kind kind;
+    int stream;
+    std::uint64_t bytes;
+    bool host_memory;
+  };
+  const std::vector<Want> want = {
+      {Kind::synchronize, 1, 0, false}, {Kind::fill, 2, n * 4, false}, {Kind::fill, 1, n * 2, false},
+      {Kind::free, 2, n * 4, false},    {Kind::free, 1, n * 8, true},  {Kind::free, 1, n * 2, false},
+  };
+  ASSERT_EQ(ops.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "operation " << i + 1 << " (" << ops[i].name << ")");
+    EXPECT_EQ(ops[i].kind, want[i].kind);
+    EXPECT_EQ(ops[i].stream, want[i].stream);
+    EXPECT_EQ(ops[i].bytes, want[i].bytes);
+    EXPECT_EQ(ops[i].host_memory, want[i].host_memory);
+  }
+  ctx().synchronize();
 }
 
 TEST_P(Traced, EachHostThreadAndStreamHasItsOwnTrack) {

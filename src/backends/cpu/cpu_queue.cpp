@@ -309,6 +309,8 @@ bool CpuEvent::query() {
   return queue->reached(seq);
 }
 
+QueueImpl& CpuEvent::recorded_on() const { return *queue; }
+
 double CpuEvent::elapsed_ms_since(EventImpl& start) {
   auto& s = static_cast<CpuEvent&>(start);
   s.synchronize_quietly();

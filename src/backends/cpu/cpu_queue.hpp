@@ -106,6 +106,7 @@ void check_not_in_kernel(const DeviceImpl& device, const char* operation);
 struct [[gnu::visibility("hidden")]] CpuEvent final : EventImpl {
   CpuEvent(std::shared_ptr<CpuQueue> q, std::shared_ptr<Pool> p) : queue(std::move(q)), pool(std::move(p)) {}
   DeviceImpl& device() const override { return queue->device(); }
+  QueueImpl& recorded_on() const override;
   void synchronize() override;
   bool query() override;
   double elapsed_ms_since(EventImpl& start) override;

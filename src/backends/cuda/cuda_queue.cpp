@@ -116,6 +116,7 @@ class CudaEvent final : public EventImpl {
   CudaEvent& operator=(const CudaEvent&) = delete;
 
   DeviceImpl& device() const override { return queue_->device(); }
+  QueueImpl& recorded_on() const override { return *queue_; }
   [[nodiscard]] cudaEvent_t handle() const noexcept { return event_; }
   void* native_handle() const noexcept override { return event_; }
 
@@ -194,8 +195,9 @@ void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
   return data;
 }
 
-void CudaQueue::free(void* data, std::size_t, MemKind kind) noexcept {
+void CudaQueue::free(void* data, std::size_t bytes, MemKind kind) noexcept {
   if (data == nullptr || device_->lost()) return;  // nothing to free, or no context to free it in
+  const NvtxRange range([&] { return concat("free ", bytes_text(bytes)); });
   if (kind == MemKind::host_pinned && device_->take_fallback_host(data)) {
     cudaEvent_t event = nullptr;
     if (!succeeded(cudaEventCreateWithFlags(&event, cudaEventDisableTiming)))

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cuda/nvtx_ranges.hpp - profiler names on the GPU: while DEVCTX_NVTX is on, each
 // CUDA queue operation runs inside an NVTX range of the "devctx" domain named in devctx's words
-// ("copy HtoD 4.0 MiB", a kernel's source name, "synchronize"), so that Nsight Systems shows
-// them over the runtime calls and kernels. Off (the default), a range costs one branch and
+// ("copy HtoD 4.0 MiB", a kernel's source name, "synchronize", "free 4.0 MiB"), so that Nsight
+// Systems shows them over the runtime calls and kernels. Off (the default), a range costs one branch and
 // builds no name. NVTX3 is header-only (the CUDA toolkit's nvtx3/); with no profiler attached,
-// its calls return at once. Private to src/backends/cuda/.
+// its calls return at once. Private to src/backends/cuda/ (tests/nvtx/nvtx_ranges_test.cpp drives
+// it directly through a test injection library).
 #pragma once
 
 #include <string>

@@ -35,6 +35,9 @@ struct OpDesc {
   MemKind dst = MemKind::device;  ///< copies, fills, allocations and frees: the memory written
   MemKind src = MemKind::device;  ///< copies: the memory read
   const KernelLaunch* launch = nullptr;
+  /// Host waits (Kind::synchronize): what waited, when not a stream's or a context's
+  /// synchronize ("Event::synchronize", "elapsed_ms", "synchronize_device"). A literal.
+  const char* name = nullptr;
 };
 
 /// One operation being recorded: the host's begin time and, for device work, an event of the

@@ -144,7 +144,7 @@ std::string name_of(const OpDesc& d, Direction direction) {
     case Kind::kernel: return d.launch != nullptr ? std::string(d.launch->name) : "kernel";
     case Kind::wait: return "wait_for";
     case Kind::record_event: return "record_event";
-    case Kind::synchronize: return "synchronize";
+    case Kind::synchronize: return d.name != nullptr ? d.name : "synchronize";
     case Kind::copy: break;
   }
   switch (direction) {

@@ -58,6 +58,9 @@ Report summarize(std::span<const Operation> ops) {
       ++r.fills;
       r.fill_bytes += op.bytes;
       r.fill_ms += ms;
+    } else if (op.kind == Kind::synchronize) {
+      ++r.host_waits;
+      r.host_wait_ms += (op.host_end_us - op.host_begin_us) / 1000.0;
     } else if (op.kind == Kind::copy) {
       TransferTotals& t = totals_of(r, op);
       ++t.count;
@@ -127,6 +130,11 @@ std::string to_string(const Report& r) {
   out += buffer;
   if (r.fills > 0) {
     std::snprintf(buffer, sizeof buffer, "  fills: %llu, %.3f ms\n", static_cast<unsigned long long>(r.fills), r.fill_ms);
+    out += buffer;
+  }
+  if (r.host_waits > 0) {
+    std::snprintf(buffer, sizeof buffer, "  host waits (synchronize, events): %llu, %.3f ms\n",
+                  static_cast<unsigned long long>(r.host_waits), r.host_wait_ms);
     out += buffer;
   }
   std::snprintf(buffer, sizeof buffer, "  round trips (uploads then a download): %llu\n",
