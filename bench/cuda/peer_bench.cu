@@ -11,8 +11,7 @@
 // once. Exit status: 77 with fewer than two GPUs, 1 when a result is wrong, 3 with --strict when
 // the target is missed, else 0. tools/gpu-check.sh runs it when two GPUs are present.
 //
-// The all-reduce half of the issue's benchmark (devctx vs NCCL called directly) waits for the
-// NCCL engine (docs/scale-out.md, "Not yet").
+// The all-reduce half of the issue's benchmark is bench/cuda/allreduce_bench.cu.
 #include <devctx/devctx.hpp>
 
 #include <cuda_runtime.h>
