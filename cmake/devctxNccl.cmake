@@ -15,7 +15,7 @@ if(DEVCTX_ENABLE_CUDA AND DEVCTX_ENABLE_NCCL)
   endif()
 endif()
 if(DEVCTX_WITH_NCCL)
-  target_sources(devctx PRIVATE src/backends/cuda/nccl_comm.cpp)
+  target_sources(devctx PRIVATE src/backends/cuda/nccl_comm.cpp src/backends/cuda/nccl_gate.cpp)
   set_source_files_properties(src/backends/cuda/nccl_comm.cpp PROPERTIES INCLUDE_DIRECTORIES "${DEVCTX_NCCL_INCLUDE_DIR}")
   # A static devctx passes it on to the program's link (CMake's LINK_ONLY), as it does MPI.
   target_link_libraries(devctx PRIVATE ${DEVCTX_NCCL_LIBRARY})

@@ -4,7 +4,8 @@
 //   - one process, several GPUs (Communicator::create, ncclCommInitAll): one thread may make
 //     every rank's calls, so a rank's call waits in the group's pending lists until every rank's
 //     part of it is there, and then all parts go to NCCL in one ncclGroupStart/End (NCCL's rule
-//     for several GPUs driven by one thread: a part launched alone may block the thread);
+//     for several GPUs driven by one thread: a part launched alone may block the thread). A
+//     RankGate (nccl_gate.hpp) keeps each part in its stream's order meanwhile;
 //   - one GPU per process (Communicator::create_mpi, ncclCommInitRank with the unique id that
 //     mpi_comm.cpp broadcast), or a group of one GPU: each call goes to NCCL at once.
 // Built when CMake finds NCCL (cmake/devctxNccl.cmake); nccl_absent.cpp otherwise.
@@ -21,8 +22,10 @@
 #include <vector>
 
 #include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/nccl_gate.hpp"
 #include "comm/comm_impl.hpp"
 #include "comm/engines.hpp"
+#include "core/environment.hpp"
 #include "core/errors.hpp"
 
 namespace devctx::detail {
@@ -78,6 +81,7 @@ struct Part {
   CollectiveCall call;
   cudaStream_t stream = nullptr;
   std::uint64_t number = 0;  ///< this rank's call count, for messages
+  cuda::RankGate::Ticket ticket;  ///< its place in its stream (deferred groups)
 };
 
 bool is_p2p(const CollectiveCall& c) { return c.kind == CollectiveKind::send || c.kind == CollectiveKind::recv; }
@@ -139,14 +143,22 @@ void check_overlap(const CollectiveCall& c, std::size_t eb, int rank, const std:
 /// that wait for the other ranks. One lock: NCCL takes one thread at a time per communicator.
 class Group {
  public:
-  Group(std::vector<ncclComm_t> comms, std::vector<cuda::CudaDevice*> devices)
-      : comms_(std::move(comms)), devices_(std::move(devices)), pending_(comms_.size()) {}
-  ~Group() {
-    for (std::size_t i = 0; i < comms_.size(); ++i) {
-      cuda::ignore(cudaSetDevice(devices_[i]->id()));
-      // A lost context cannot finish NCCL's work: abort instead of waiting for it.
-      (void)(devices_[i]->lost() ? ncclCommAbort(comms_[i]) : ncclCommDestroy(comms_[i]));
+  /// `deferred`: parts wait for the other local ranks' (several GPUs of one process).
+  Group(std::vector<ncclComm_t> comms, std::vector<cuda::CudaDevice*> devices, bool deferred)
+      : comms_(std::move(comms)), devices_(std::move(devices)), pending_(comms_.size()) {
+    try {
+      if (deferred)
+        for (cuda::CudaDevice* d : devices_) gates_.push_back(std::make_unique<cuda::RankGate>(*d));
+    } catch (...) {
+      destroy();
+      throw;
     }
+  }
+  ~Group() {
+    // Parts never launched (their partners never called): let their streams go on.
+    for (std::size_t r = 0; r < pending_.size(); ++r)
+      for (const Part& p : pending_[r]) gates_[r]->release(p.ticket);
+    destroy();
   }
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
@@ -161,23 +173,30 @@ class Group {
            "; make a new communicator");
     check_async(local, what);
     check_overlap(part.call, eb, rank, what);
-    if (comms_.size() == 1) {
+    if (gates_.empty()) {
       check_nccl(launch(part.call, comms_[local], part.stream), comms_[local], what);
       return;
     }
-    pending_[local].push_back(part);
+    devices_[local]->make_current();
+    Part mine = part;
+    mine.ticket = gates_[local]->mark(part.stream);
+    pending_[local].push_back(mine);
     try {
       flush(what);
     } catch (...) {
-      // The call that found a mismatch is not kept; the ranks already waiting never run theirs.
-      auto& mine = pending_[local];
-      for (auto it = mine.begin(); it != mine.end(); ++it)
+      // The call that found a mismatch is not kept; the ranks already waiting never run theirs
+      // (their streams are let go).
+      auto& list = pending_[local];
+      for (auto it = list.begin(); it != list.end(); ++it)
         if (it->number == part.number) {
-          mine.erase(it);
-          break;
+          gates_[local]->drop(it->ticket);
+          list.erase(it);
+          throw;
         }
+      gates_[local]->hold(part.stream, mine.ticket);  // launched or let go already: passes at once
       throw;
     }
+    gates_[local]->hold(part.stream, mine.ticket);
   }
 
   /// ncclCommGetAsyncError of rank `local`: an error NCCL found in work already enqueued.
@@ -190,6 +209,13 @@ class Group {
   }
 
  private:
+  void destroy() noexcept {
+    for (std::size_t i = 0; i < comms_.size(); ++i) {
+      cuda::ignore(cudaSetDevice(devices_[i]->id()));
+      // A lost context cannot finish NCCL's work: abort instead of waiting for it.
+      (void)(devices_[i]->lost() ? ncclCommAbort(comms_[i]) : ncclCommDestroy(comms_[i]));
+    }
+  }
   /// Launches every round of parts that is complete: all ranks' next collective, or the
   /// leading sends and receives of every rank when each send's receive is among them.
   void flush(const std::string& what) {
@@ -245,7 +271,10 @@ class Group {
 
   [[noreturn]] void mismatch(const std::string& what, const std::string& how) {
     broken_ = concat("the ranks' calls do not match: ", how);
-    for (auto& p : pending_) p.clear();
+    for (std::size_t r = 0; r < pending_.size(); ++r) {
+      for (const Part& p : pending_[r]) gates_[r]->release(p.ticket);
+      pending_[r].clear();
+    }
     fail(Errc::invalid_argument, what, ": ", broken_, "; every rank must make the same collective calls in the same ",
          "order (the parts already waiting are dropped; this communicator refuses further calls)");
   }
@@ -255,14 +284,24 @@ class Group {
     check_nccl(ncclGroupStart(), nullptr, what + ": ncclGroupStart");
     ncclResult_t first = ncclSuccess;
     ncclComm_t failed = nullptr;
+    std::string ordering;
     for (const auto& [r, part] : round) {
-      const ncclResult_t result = launch(part.call, comms_[r], part.stream);
+      cudaStream_t stream = part.stream;
+      try {
+        stream = gates_[r]->start(part.ticket);
+      } catch (const std::exception& e) {
+        if (ordering.empty()) ordering = e.what();
+        continue;
+      }
+      const ncclResult_t result = launch(part.call, comms_[r], stream);
       if (result != ncclSuccess && first == ncclSuccess) {
         first = result;
         failed = comms_[r];
       }
     }
     const ncclResult_t end = ncclGroupEnd();
+    for (const auto& [r, part] : round) gates_[r]->release(part.ticket);
+    if (!ordering.empty()) fail(Errc::backend_error, what, ": ", ordering);
     if (first != ncclSuccess) check_nccl(first, failed, what);
     check_nccl(end, comms_[round.front().first], what + ": ncclGroupEnd");
   }
@@ -271,6 +310,7 @@ class Group {
   std::vector<ncclComm_t> comms_;
   std::vector<cuda::CudaDevice*> devices_;
   std::vector<std::vector<Part>> pending_;  ///< per local rank, in call order
+  std::vector<std::unique_ptr<cuda::RankGate>> gates_;  ///< per local rank when deferred, else none
   std::string broken_;                      ///< why a mismatch ended the group
 };
 
@@ -344,7 +384,10 @@ std::vector<std::shared_ptr<CommImpl>> create_nccl_group(QueueImpl* const* queue
   const ncclResult_t result = ncclCommInitAll(comms.data(), int(count), ids.data());
   cuda::ignore(cudaSetDevice(current));
   check_nccl(result, nullptr, concat("Communicator::create over ", count, " GPU(s): ncclCommInitAll"));
-  auto group = std::make_shared<Group>(std::move(comms), devices);
+  // DEVCTX_NCCL_DEFER=1 sends a group of one GPU the way of several (to test it on one GPU).
+  const bool deferred = count > 1 || env_flag("DEVCTX_NCCL_DEFER", false);
+  // (When it throws, the group's constructor has destroyed the communicators.)
+  auto group = std::make_shared<Group>(std::move(comms), devices, deferred);
   std::vector<std::shared_ptr<CommImpl>> ranks;
   for (std::size_t i = 0; i < count; ++i)
     ranks.push_back(std::make_shared<NcclRank>(*devices[i], int(i), int(count), group, i));
@@ -368,7 +411,7 @@ std::shared_ptr<CommImpl> create_nccl_rank(QueueImpl& queue, int rank, int size,
   ncclComm_t comm = nullptr;
   check_nccl(ncclCommInitRank(&comm, size, unique, rank), nullptr,
              concat("Communicator::create_mpi (rank ", rank, " of ", size, " on ", gpu.label(), "): ncclCommInitRank"));
-  auto group = std::make_shared<Group>(std::vector<ncclComm_t>{comm}, std::vector<cuda::CudaDevice*>{&gpu});
+  auto group = std::make_shared<Group>(std::vector<ncclComm_t>{comm}, std::vector<cuda::CudaDevice*>{&gpu}, false);
   connect_pairs(comm, gpu, rank, size);
   return std::make_shared<NcclRank>(gpu, rank, size, std::move(group), 0);
 }
