@@ -16,6 +16,8 @@
 // tools/gpu-check.sh runs it (step `allreduce`).
 #include <devctx/devctx.hpp>
 
+#include "raw_cuda.hpp"
+
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -31,25 +33,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void cuda_check(cudaError_t s, const char* what) {
-  if (s != cudaSuccess) {
-    std::fprintf(stderr, "raw CUDA: %s failed: %s\n", what, cudaGetErrorString(s));
-    std::exit(2);
-  }
-}
 void nccl_check(ncclResult_t s, const char* what) {
   if (s != ncclSuccess) {
     std::fprintf(stderr, "NCCL: %s failed: %s\n", what, ncclGetErrorString(s));
     std::exit(2);
   }
 }
-#define CK(call) cuda_check((call), #call)
 #define NK(call) nccl_check((call), #call)
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using devctx_bench::median;
 
 /// Seconds per call of `calls` calls of `once` (every rank's part), then `sync`; median of 7.
 double per_call(const std::function<void()>& once, const std::function<void()>& sync, int calls,

@@ -14,6 +14,8 @@
 // The all-reduce half of the issue's benchmark is bench/cuda/allreduce_bench.cu.
 #include <devctx/devctx.hpp>
 
+#include "raw_cuda.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,18 +29,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void cuda_check(cudaError_t s, const char* what) {
-  if (s != cudaSuccess) {
-    std::fprintf(stderr, "raw CUDA: %s failed: %s\n", what, cudaGetErrorString(s));
-    std::exit(2);
-  }
-}
-#define CK(call) cuda_check((call), #call)
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using devctx_bench::median;
 
 }  // namespace
 

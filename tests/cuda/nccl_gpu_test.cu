@@ -18,8 +18,14 @@
 #include <vector>
 
 #include "support/comm_cases.hpp"
+#include "support/gpu_program.hpp"
 
 namespace {
+
+using devctx_test::gpu::check;
+using devctx_test::gpu::refused;
+using devctx_test::gpu::section;
+using devctx_test::gpu::seed;
 
 /// data[i] = (i % 1000) * (rank + 1)
 DEVCTX_KERNEL void fill_ramp(devctx::span<std::int32_t> data, std::int32_t rank) {
@@ -32,41 +38,7 @@ DEVCTX_KERNEL void times3_plus1(devctx::span<std::int32_t> data) {
   if (i < data.size()) data[i] = data[i] * 3 + 1;
 }
 
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  std::printf("%s  %s\n", ok ? "PASS" : "FAIL", what.c_str());
-  if (!ok) ++failures;
-}
-
-void section(const std::string& name, const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    check(false, name + ": threw " + e.what());
-  }
-}
-
-/// Whether `body` throws devctx::Error with `code` and a message containing `text`.
-void refused(const std::function<void()>& body, devctx::Errc code, const std::string& text, const std::string& what) {
-  try {
-    body();
-    check(false, what + " (nothing was thrown)");
-  } catch (const devctx::Error& e) {
-    const bool ok = e.code() == code && std::string(e.what()).find(text) != std::string::npos;
-    check(ok, what + (ok ? "" : std::string(" (threw: ") + e.what() + ")"));
-  }
-}
-
 devctx::LaunchConfig cover(std::size_t n) { return {.grid_dim = unsigned((n + 255) / 256), .block_dim = 256}; }
-
-std::uint64_t seed() {
-  static const std::uint64_t s = [] {
-    if (const char* text = std::getenv("DEVCTX_TEST_SEED")) return std::uint64_t(std::strtoull(text, nullptr, 0));
-    return std::uint64_t(std::random_device{}()) << 32 | std::random_device{}();
-  }();
-  return s;
-}
 
 std::vector<devctx::DeviceContext> gpus(int n) {
   std::vector<devctx::DeviceContext> ctx;
@@ -159,15 +131,7 @@ void refusals(int n) {
 int main() {
   const int n = devctx::DeviceContext::count(devctx::Api::cuda);
   std::printf("cuda devices: %d; seed %llu (DEVCTX_TEST_SEED replays)\n", n, static_cast<unsigned long long>(seed()));
-  if (n == 0) {
-    const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
-    if (require != nullptr && std::string(require) == "1") {
-      std::printf("FAIL  DEVCTX_REQUIRE_GPU=1 but there is no CUDA device\n");
-      return 1;
-    }
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
+  if (n == 0) return devctx_test::gpu::no_gpu_exit();
 #ifndef DEVCTX_TEST_NCCL_BUILT
   auto ctx = gpus(1);
   refused([&] { (void)devctx::Communicator::create(ctx); }, devctx::Errc::not_available, "NCCL",
@@ -178,6 +142,7 @@ int main() {
   section("a collective between kernels", [&] { ordered_between_kernels(n); });
   section("refusals", [&] { refusals(n); });
 #endif
+  const int failures = devctx_test::gpu::failures;
   std::printf("%d failure(s)\n", failures);
   return failures == 0 ? 0 : 1;
 }
