@@ -126,7 +126,9 @@ std::string describe(const CollectiveCall& c) {
 
 /// NCCL's in-place forms are the only overlaps it takes: the same memory, or (all-gather) send
 /// at this rank's part of recv, (reduce-scatter) recv at this rank's part of send.
-void check_overlap(const CollectiveCall& c, std::size_t eb, int rank, const std::string& what) {
+/// `what()` names the call (made only for a message).
+template <class What>
+void check_overlap(const CollectiveCall& c, std::size_t eb, int rank, const What& what) {
   if (is_p2p(c) || c.kind == CollectiveKind::broadcast) return;
   const auto s = reinterpret_cast<std::uintptr_t>(c.send.data), r = reinterpret_cast<std::uintptr_t>(c.recv.data);
   const std::size_t sb = c.send.count * eb, rb = c.recv.count * eb;
@@ -135,7 +137,7 @@ void check_overlap(const CollectiveCall& c, std::size_t eb, int rank, const std:
   if (c.kind == CollectiveKind::all_gather) in_place = r + std::uintptr_t(rank) * sb;
   if (c.kind == CollectiveKind::reduce_scatter) in_place = s + std::uintptr_t(rank) * rb;
   if ((c.kind == CollectiveKind::reduce_scatter ? r : s) == in_place) return;
-  fail(Errc::invalid_argument, what, ": send and recv overlap; NCCL takes them disjoint or in place (the same memory; ",
+  fail(Errc::invalid_argument, what(), ": send and recv overlap; NCCL takes them disjoint or in place (the same memory; ",
        "all_gather: send at rank * send.size() in recv; reduce_scatter: recv at rank * recv.size() in send)");
 }
 
@@ -166,17 +168,23 @@ class Group {
   /// Rank `local`'s part of its call number `number`, on `stream`.
   void enqueue(std::size_t local, int rank, int size, const Part& part, std::size_t eb) {
     const std::lock_guard lock(mutex_);
-    const std::string what = concat("Communicator::", to_string(part.call.kind), " #", part.number, " (rank ", rank,
-                                    " of ", size, ", NCCL)");
+    // The call's name, made only for a message or the deferred path (a string per call costs
+    // a good part of a microsecond).
+    const auto name = [&] {
+      return concat("Communicator::", to_string(part.call.kind), " #", part.number, " (rank ", rank, " of ", size,
+                    ", NCCL)");
+    };
     if (!broken_.empty())
-      fail(Errc::invalid_argument, what, ": an earlier call broke this communicator: ", broken_,
+      fail(Errc::invalid_argument, name(), ": an earlier call broke this communicator: ", broken_,
            "; make a new communicator");
-    check_async(local, what);
-    check_overlap(part.call, eb, rank, what);
+    check_async(local, name);
+    check_overlap(part.call, eb, rank, name);
     if (gates_.empty()) {
-      check_nccl(launch(part.call, comms_[local], part.stream), comms_[local], what);
+      const ncclResult_t result = launch(part.call, comms_[local], part.stream);
+      if (result != ncclSuccess) [[unlikely]] check_nccl(result, comms_[local], name());
       return;
     }
+    const std::string what = name();
     devices_[local]->make_current();
     Part mine = part;
     mine.ticket = gates_[local]->mark(part.stream);
@@ -200,11 +208,13 @@ class Group {
   }
 
   /// ncclCommGetAsyncError of rank `local`: an error NCCL found in work already enqueued.
-  void check_async(std::size_t local, const std::string& what) {
+  template <class What>
+  void check_async(std::size_t local, const What& what) {
     ncclResult_t async = ncclSuccess;
-    check_nccl(ncclCommGetAsyncError(comms_[local], &async), comms_[local], what + ": ncclCommGetAsyncError");
-    if (async != ncclSuccess)
-      fail(Errc::backend_error, what, ": NCCL failed in earlier work of this communicator: ", nccl_text(async, comms_[local]),
+    const ncclResult_t queried = ncclCommGetAsyncError(comms_[local], &async);
+    if (queried != ncclSuccess) [[unlikely]] check_nccl(queried, comms_[local], what() + ": ncclCommGetAsyncError");
+    if (async != ncclSuccess) [[unlikely]]
+      fail(Errc::backend_error, what(), ": NCCL failed in earlier work of this communicator: ", nccl_text(async, comms_[local]),
            "; the communicator cannot be used further");
   }
 
@@ -324,7 +334,7 @@ class NcclRank final : public CommImpl {
       fail(Errc::invalid_argument, "Communicator::", to_string(call.kind), " on a stream recording a devctx::Graph (",
            queue.device().label(), "): collectives are not recorded; make the call outside the graph");
     cuda::CudaDevice& gpu = gpu_of(queue);
-    gpu.check_alive(concat("Communicator::", to_string(call.kind)));
+    if (gpu.lost()) [[unlikely]] gpu.check_alive(concat("Communicator::", to_string(call.kind)));
     Part part;
     part.call = call;
     part.stream = static_cast<cudaStream_t>(queue.native_handle());
