@@ -76,10 +76,14 @@ void ordered_between_kernels(int n) {
     data.push_back(streams.back().enqueue_create_buffer<std::int32_t>(count));
     streams.back().enqueue_memset(data.back(), std::int32_t(-7));
   }
-  for (int r = 0; r < n; ++r) streams[std::size_t(r)].enqueue_function<fill_ramp>(cover(count), data[std::size_t(r)], r);
-  for (int r = 0; r < n; ++r)
-    comms[std::size_t(r)].all_reduce(streams[std::size_t(r)], data[std::size_t(r)], data[std::size_t(r)], devctx::ReduceOp::sum);
-  for (int r = 0; r < n; ++r) streams[std::size_t(r)].enqueue_function<times3_plus1>(cover(count), data[std::size_t(r)]);
+  // Rank by rank: with several GPUs, rank 0's second kernel is enqueued before the other ranks
+  // have called, so before its all_reduce is launched; it must still run after it.
+  for (int r = 0; r < n; ++r) {
+    auto& stream = streams[std::size_t(r)];
+    stream.enqueue_function<fill_ramp>(cover(count), data[std::size_t(r)], r);
+    comms[std::size_t(r)].all_reduce(stream, data[std::size_t(r)], data[std::size_t(r)], devctx::ReduceOp::sum);
+    stream.enqueue_function<times3_plus1>(cover(count), data[std::size_t(r)]);
+  }
   const std::int32_t factor = n * (n + 1) / 2;
   for (int r = 0; r < n; ++r) {
     std::vector<std::int32_t> host(count, 0);

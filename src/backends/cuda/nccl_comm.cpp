@@ -146,8 +146,10 @@ void check_overlap(const CollectiveCall& c, std::size_t eb, int rank, const What
 class Group {
  public:
   /// `deferred`: parts wait for the other local ranks' (several GPUs of one process).
-  Group(std::vector<ncclComm_t> comms, std::vector<cuda::CudaDevice*> devices, bool deferred)
-      : comms_(std::move(comms)), devices_(std::move(devices)), pending_(comms_.size()) {
+  /// `always_gate`: even a part launched within its own call goes through its rank's gate (to
+  /// test the gate with one GPU).
+  Group(std::vector<ncclComm_t> comms, std::vector<cuda::CudaDevice*> devices, bool deferred, bool always_gate)
+      : comms_(std::move(comms)), devices_(std::move(devices)), pending_(comms_.size()), always_gate_(always_gate) {
     try {
       if (deferred)
         for (cuda::CudaDevice* d : devices_) gates_.push_back(std::make_unique<cuda::RankGate>(*d));
@@ -159,7 +161,8 @@ class Group {
   ~Group() {
     // Parts never launched (their partners never called): let their streams go on.
     for (std::size_t r = 0; r < pending_.size(); ++r)
-      for (const Part& p : pending_[r]) gates_[r]->release(p.ticket);
+      for (const Part& p : pending_[r])
+        if (p.ticket.ready != nullptr) gates_[r]->release(p.ticket);
     destroy();
   }
   Group(const Group&) = delete;
@@ -186,25 +189,30 @@ class Group {
     }
     const std::string what = name();
     devices_[local]->make_current();
-    Part mine = part;
-    mine.ticket = gates_[local]->mark(part.stream);
-    pending_[local].push_back(mine);
+    // A part launched within its own call (this call completed the round) goes straight onto
+    // its stream: nothing can have been enqueued behind it. Only a part left waiting gets a
+    // ticket: the work before it marked, its stream held until the side stream has run it.
+    std::vector<Part>& mine = pending_[local];
+    Part entry = part;
+    if (always_gate_) entry.ticket = gates_[local]->mark(part.stream);
+    mine.push_back(entry);
+    const auto still_waiting = [&] { return !mine.empty() && mine.back().number == part.number; };
     try {
       flush(what);
+      if (still_waiting() && mine.back().ticket.ready == nullptr) mine.back().ticket = gates_[local]->mark(part.stream);
     } catch (...) {
-      // The call that found a mismatch is not kept; the ranks already waiting never run theirs
-      // (their streams are let go).
-      auto& list = pending_[local];
-      for (auto it = list.begin(); it != list.end(); ++it)
-        if (it->number == part.number) {
-          gates_[local]->drop(it->ticket);
-          list.erase(it);
-          throw;
-        }
-      gates_[local]->hold(part.stream, mine.ticket);  // launched or let go already: passes at once
+      // The refused call is not kept; the ranks already waiting never run theirs (their
+      // streams are let go).
+      if (still_waiting()) {
+        gates_[local]->drop(mine.back().ticket);
+        mine.pop_back();
+      } else if (entry.ticket.ready != nullptr) {
+        gates_[local]->hold(part.stream, entry.ticket);  // let go already: passes at once
+      }
       throw;
     }
-    gates_[local]->hold(part.stream, mine.ticket);
+    if (still_waiting()) gates_[local]->hold(part.stream, mine.back().ticket);
+    else if (entry.ticket.ready != nullptr) gates_[local]->hold(part.stream, entry.ticket);
   }
 
   /// ncclCommGetAsyncError of rank `local`: an error NCCL found in work already enqueued.
@@ -282,7 +290,8 @@ class Group {
   [[noreturn]] void mismatch(const std::string& what, const std::string& how) {
     broken_ = concat("the ranks' calls do not match: ", how);
     for (std::size_t r = 0; r < pending_.size(); ++r) {
-      for (const Part& p : pending_[r]) gates_[r]->release(p.ticket);
+      for (const Part& p : pending_[r])
+        if (p.ticket.ready != nullptr) gates_[r]->release(p.ticket);
       pending_[r].clear();
     }
     fail(Errc::invalid_argument, what, ": ", broken_, "; every rank must make the same collective calls in the same ",
@@ -298,7 +307,7 @@ class Group {
     for (const auto& [r, part] : round) {
       cudaStream_t stream = part.stream;
       try {
-        stream = gates_[r]->start(part.ticket);
+        if (part.ticket.ready != nullptr) stream = gates_[r]->start(part.ticket);
       } catch (const std::exception& e) {
         if (ordering.empty()) ordering = e.what();
         continue;
@@ -310,7 +319,8 @@ class Group {
       }
     }
     const ncclResult_t end = ncclGroupEnd();
-    for (const auto& [r, part] : round) gates_[r]->release(part.ticket);
+    for (const auto& [r, part] : round)
+      if (part.ticket.ready != nullptr) gates_[r]->release(part.ticket);
     if (!ordering.empty()) fail(Errc::backend_error, what, ": ", ordering);
     if (first != ncclSuccess) check_nccl(first, failed, what);
     check_nccl(end, comms_[round.front().first], what + ": ncclGroupEnd");
@@ -321,6 +331,7 @@ class Group {
   std::vector<cuda::CudaDevice*> devices_;
   std::vector<std::vector<Part>> pending_;  ///< per local rank, in call order
   std::vector<std::unique_ptr<cuda::RankGate>> gates_;  ///< per local rank when deferred, else none
+  bool always_gate_ = false;
   std::string broken_;                      ///< why a mismatch ended the group
 };
 
@@ -395,9 +406,10 @@ std::vector<std::shared_ptr<CommImpl>> create_nccl_group(QueueImpl* const* queue
   cuda::ignore(cudaSetDevice(current));
   check_nccl(result, nullptr, concat("Communicator::create over ", count, " GPU(s): ncclCommInitAll"));
   // DEVCTX_NCCL_DEFER=1 sends a group of one GPU the way of several (to test it on one GPU).
-  const bool deferred = count > 1 || env_flag("DEVCTX_NCCL_DEFER", false);
+  const bool forced = env_flag("DEVCTX_NCCL_DEFER", false);
+  const bool deferred = count > 1 || forced;
   // (When it throws, the group's constructor has destroyed the communicators.)
-  auto group = std::make_shared<Group>(std::move(comms), devices, deferred);
+  auto group = std::make_shared<Group>(std::move(comms), devices, deferred, forced);
   std::vector<std::shared_ptr<CommImpl>> ranks;
   for (std::size_t i = 0; i < count; ++i)
     ranks.push_back(std::make_shared<NcclRank>(*devices[i], int(i), int(count), group, i));
@@ -421,7 +433,7 @@ std::shared_ptr<CommImpl> create_nccl_rank(QueueImpl& queue, int rank, int size,
   ncclComm_t comm = nullptr;
   check_nccl(ncclCommInitRank(&comm, size, unique, rank), nullptr,
              concat("Communicator::create_mpi (rank ", rank, " of ", size, " on ", gpu.label(), "): ncclCommInitRank"));
-  auto group = std::make_shared<Group>(std::vector<ncclComm_t>{comm}, std::vector<cuda::CudaDevice*>{&gpu}, false);
+  auto group = std::make_shared<Group>(std::vector<ncclComm_t>{comm}, std::vector<cuda::CudaDevice*>{&gpu}, false, false);
   connect_pairs(comm, gpu, rank, size);
   return std::make_shared<NcclRank>(gpu, rank, size, std::move(group), 0);
 }
