@@ -47,7 +47,7 @@ std::vector<devctx::DeviceContext> gpus(int n) {
 }
 
 /// Every collective, operation and type on a communicator of the first `n` GPUs, one thread.
-void every_collective(int n) {
+[[maybe_unused]] void every_collective(int n) {
   auto ctx = gpus(n);
   auto comms = devctx::Communicator::create(ctx);
   devctx_test::comm::Local local;
@@ -65,7 +65,7 @@ void every_collective(int n) {
 }
 
 /// kernel -> all_reduce -> kernel on one (non-default) stream per GPU, then one download each.
-void ordered_between_kernels(int n) {
+[[maybe_unused]] void ordered_between_kernels(int n) {
   auto ctx = gpus(n);
   auto comms = devctx::Communicator::create(ctx);
   const std::size_t count = std::size_t(1) << 22;
@@ -97,7 +97,7 @@ void ordered_between_kernels(int n) {
   }
 }
 
-void refusals(int n) {
+[[maybe_unused]] void refusals(int n) {
   std::vector<devctx::DeviceContext> mixed;
   mixed.emplace_back(devctx::Api::cuda, 0);
   mixed.emplace_back(devctx::Api::cpu, 0);
