@@ -9,8 +9,8 @@ namespace devctx::detail {
 
 const char* nccl_absent_reason() noexcept {
   return "collectives of GPUs need NCCL, which was not found when devctx was built (CMake looked for nccl.h and "
-         "libnccl beside the CUDA toolkit and in NCCL_ROOT; install NCCL, e.g. Debian's libnccl-dev, and reconfigure), "
-         "or use CPU devices (DeviceContext::set_cpu_device_count)";
+         "libnccl beside the CUDA toolkit and in NCCL_ROOT, unless -DDEVCTX_ENABLE_NCCL=OFF left it out; install NCCL, "
+         "e.g. Debian's libnccl-dev, and reconfigure), or use CPU devices (DeviceContext::set_cpu_device_count)";
 }
 
 bool nccl_built() noexcept { return false; }
