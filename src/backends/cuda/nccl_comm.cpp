@@ -192,9 +192,11 @@ class Group {
     // A part launched within its own call (this call completed the round) goes straight onto
     // its stream: nothing can have been enqueued behind it. Only a part left waiting gets a
     // ticket: the work before it marked, its stream held until the side stream has run it.
+    // Not when parts of this rank already wait: they run on the side stream, and NCCL joins the
+    // streams of one group, which would then wait for the hold on this stream (a cycle).
     std::vector<Part>& mine = pending_[local];
     Part entry = part;
-    if (always_gate_) entry.ticket = gates_[local]->mark(part.stream);
+    if (always_gate_ || !mine.empty()) entry.ticket = gates_[local]->mark(part.stream);
     mine.push_back(entry);
     const auto still_waiting = [&] { return !mine.empty() && mine.back().number == part.number; };
     try {
