@@ -17,21 +17,25 @@
 #      operations and kernels: under Nsight Systems when nsys is installed, else through the
 #      tests' NVTX injection library (tests/nvtx/nvtx_recorder.cpp, no profiler); into trace.log
 #   3d. with two GPUs, the peer copy benchmark (bench/cuda/peer_bench.cu) into bench-peer.log
+#   3e. the all-reduce benchmark (bench/cuda/allreduce_bench.cu: devctx vs ncclAllReduce called
+#      directly, every GPU present) into bench-allreduce.log
 #   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
 #   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
-#      (found with `ctest -L gpu -LE "gpu_fault|fuzz|tools|nvtx" --show-only=json-v1`; the device-fault runs,
+#      (found with `ctest -L gpu -LE "gpu_fault|fuzz|tools|nvtx|nccl" --show-only=json-v1`; the device-fault runs,
 #      label gpu_fault, fault on purpose; the CUDA fuzzer run, label fuzz, and the tool's GPU
 #      benchmark run, label tools, are too long under the sanitizers: 2-3 minutes together; the
-#      NVTX check, label nvtx, loads its own NVTX injection library, which the sanitizer's would meet)
+#      NVTX check, label nvtx, loads its own NVTX injection library, which the sanitizer's would meet;
+#      the NCCL tests, label nccl, are left out as NCCL's kernels synchronize through flags in memory
+#      that racecheck/synccheck do not model - not yet tried under them)
 # Every step's log goes to OUTDIR; a failed step does not stop the later ones. A summary table
 # ends the output; the exit status is non-zero when any step failed.
 #
 # Environment: BUILD_DIR (default OUTDIR/build), DEVCTX_CUDA_ARCH (default 90), JOBS,
 # STEP_TIMEOUT (seconds per step, default 1800),
 # GPU_CHECK_SKIP (words among: ctest-gpu ctest-all consumer python frameworks cuda-bench fiber-bench
-# transfers bench-plot trace peer tensor-bench cpu-bench sanitize-tests) to leave steps out,
+# transfers bench-plot trace peer allreduce tensor-bench cpu-bench sanitize-tests) to leave steps out,
 # GPU_CHECK_REUSE_BUILD=1 to build into an existing BUILD_DIR incrementally instead of afresh
 # (a second call on a still-warm machine: e.g. only the sanitizers),
 # DEVCTX_DLPACK_INCLUDE_DIR (a directory holding dlpack/dlpack.h; found by itself otherwise).
@@ -304,6 +308,15 @@ elif [[ -x $PEER_BENCH && $GPUS -ge 2 ]]; then
 else
   skip "peer copy benchmark" "needs devctx_bench_peer and two GPUs ($GPUS present)"
 fi
+# All-reduce through the NCCL engine against ncclAllReduce called directly (docs/scale-out.md):
+# with one GPU it measures the cost of a call only; with two, bus bandwidth too (nvidia-h200-x2).
+ALLREDUCE_BENCH=$BUILD/bench/cuda/devctx_bench_allreduce
+if skipped allreduce; then skip "all-reduce benchmark" "GPU_CHECK_SKIP"
+elif [[ -x $ALLREDUCE_BENCH ]]; then
+  step "all-reduce benchmark (devctx vs ncclAllReduce, $GPUS GPU(s))" bench-allreduce.log "$ALLREDUCE_BENCH"
+else
+  skip "all-reduce benchmark" "devctx_bench_allreduce not built (no NCCL found)"
+fi
 # LayoutTensor against flat indexing (tiled matmul, target within 2% on the GPU) and a
 # devctx::Graph replay against a raw CUDA graph (target <= 1.1x), issue 14.
 tensor_graph() {
@@ -334,7 +347,7 @@ fi
 # fields separated by the unit separator (0x1f): unlike a tab, `read` does not merge two of them,
 # so an empty ENV field (a test without environment) stays a field.
 gpu_test_commands() {
-  ctest --test-dir "$BUILD" -L gpu -LE "gpu_fault|fuzz|tools|nvtx" --show-only=json-v1 2>/dev/null | python3 -c '
+  ctest --test-dir "$BUILD" -L gpu -LE "gpu_fault|fuzz|tools|nvtx|nccl" --show-only=json-v1 2>/dev/null | python3 -c '
 import json, sys
 data = json.load(sys.stdin)
 for t in data.get("tests", []):

@@ -11,9 +11,10 @@
 // once. Exit status: 77 with fewer than two GPUs, 1 when a result is wrong, 3 with --strict when
 // the target is missed, else 0. tools/gpu-check.sh runs it when two GPUs are present.
 //
-// The all-reduce half of the issue's benchmark (devctx vs NCCL called directly) waits for the
-// NCCL engine (docs/scale-out.md, "Not yet").
+// The all-reduce half of the issue's benchmark is bench/cuda/allreduce_bench.cu.
 #include <devctx/devctx.hpp>
+
+#include "raw_cuda.hpp"
 
 #include <cuda_runtime.h>
 
@@ -28,18 +29,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void cuda_check(cudaError_t s, const char* what) {
-  if (s != cudaSuccess) {
-    std::fprintf(stderr, "raw CUDA: %s failed: %s\n", what, cudaGetErrorString(s));
-    std::exit(2);
-  }
-}
-#define CK(call) cuda_check((call), #call)
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using devctx_bench::median;
 
 }  // namespace
 

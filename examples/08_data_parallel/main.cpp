@@ -6,15 +6,18 @@
 // is checked against the same full-batch gradient descent run on the host.
 //
 //   ./08_data_parallel [devices] [samples] [steps]    devices CPU devices of this process
-//   mpirun -n N ./08_data_parallel --mpi [samples] [steps]   one rank per process
+//   ./08_data_parallel --gpu [samples] [steps]        every GPU of this process (NCCL)
+//   mpirun -n N ./08_data_parallel --mpi [samples] [steps]       one CPU device per process
+//   mpirun -n N ./08_data_parallel --mpi-gpu [samples] [steps]   one GPU per process (NCCL)
 //
-// The program is the same in both modes: only how the Communicator is made differs
-// (docs/scale-out.md).
+// The program is the same in every mode: only how the contexts and the Communicator are made
+// differs (docs/scale-out.md).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <devctx/devctx.hpp>
@@ -117,8 +120,12 @@ std::vector<double> host_descent(const Data& data, std::size_t steps) {
 }
 
 int main(int argc, char** argv) try {
-  const bool mpi = argc > 1 && std::strcmp(argv[1], "--mpi") == 0;
-  const int devices = mpi ? 0 : (argc > 1 ? std::atoi(argv[1]) : 2);
+  const std::string mode = argc > 1 && argv[1][0] == '-' ? argv[1] : "";
+  if (!mode.empty() && mode != "--mpi" && mode != "--gpu" && mode != "--mpi-gpu")
+    throw devctx::Error(devctx::Errc::invalid_argument, "unknown mode " + mode + " (use --gpu, --mpi or --mpi-gpu)");
+  const bool mpi = mode == "--mpi" || mode == "--mpi-gpu";
+  const bool gpu = mode == "--gpu" || mode == "--mpi-gpu";
+  const int devices = !mode.empty() ? 0 : (argc > 1 ? std::atoi(argv[1]) : 2);
   const std::size_t samples = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 6000;
   const std::size_t steps = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 50;
   const Data data = make_data(samples);
@@ -127,11 +134,24 @@ int main(int argc, char** argv) try {
   std::vector<devctx::Communicator> comms;
   std::vector<int> ranks;
   int size = 0;
+  const int gpus = gpu ? devctx::DeviceContext::count(devctx::Api::cuda) : 0;
+  if (gpu && gpus == 0) {
+    std::printf("%s: this machine has no GPU; skipped\n", mode.c_str());
+    return 77;
+  }
   if (mpi) {
-    contexts.emplace_back(devctx::Api::cpu);
+    // One GPU per process: the launcher's local rank picks it (OpenMPI sets the variable).
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (gpu) contexts.emplace_back(devctx::Api::cuda, (local != nullptr ? std::atoi(local) : 0) % gpus);
+    else contexts.emplace_back(devctx::Api::cpu);
     comms.push_back(devctx::Communicator::create_mpi(contexts[0]));
     ranks.push_back(comms[0].rank());
     size = comms[0].size();
+  } else if (gpu) {
+    for (int i = 0; i < gpus; ++i) contexts.emplace_back(devctx::Api::cuda, i);
+    comms = devctx::Communicator::create(contexts);  // one thread drives every GPU (NCCL)
+    for (int i = 0; i < gpus; ++i) ranks.push_back(i);
+    size = gpus;
   } else {
     if (devices < 1) throw devctx::Error(devctx::Errc::invalid_argument, "the device count must be at least 1");
     devctx::DeviceContext::set_cpu_device_count(devices);  // split the CPU into `devices` devices

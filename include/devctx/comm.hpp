@@ -79,9 +79,12 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
 /// Groups (docs/scale-out.md):
 /// - `Communicator::create(contexts)`: one communicator per context of one process (CPU devices,
 ///   DeviceContext::set_cpu_device_count; or GPUs through NCCL when devctx was built with it).
-///   One thread may make every rank's calls, one rank after another.
+///   One thread may make every rank's calls, one rank after another. On several GPUs a rank's
+///   part is launched when the last rank has made the call (NCCL's group rule); its stream
+///   keeps its order meanwhile, but synchronizing it before every rank has called waits forever.
 /// - `Communicator::create_mpi(ctx)`: one rank per MPI process, ranks and size of MPI_COMM_WORLD
-///   (built when CMake finds MPI: mpi_available()).
+///   (built when CMake finds MPI: mpi_available()); on a GPU, an NCCL communicator whose unique
+///   id MPI broadcasts.
 ///
 /// Misuse throws devctx::Error before anything is enqueued on the calling rank: buffers of
 /// another device (wrong_device), sizes that do not fit the collective (size_mismatch), a root or
@@ -89,13 +92,17 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
 /// same position (another collective, type, operation, root or size) throws Error(invalid_argument)
 /// on the rank that found it and makes the ranks already waiting fail at their next synchronize;
 /// a rank whose partners never arrive fails after DEVCTX_COMM_TIMEOUT_S seconds (default 300)
-/// rather than hang. A failed collective reports Error(backend_error) at synchronize.
+/// rather than hang. A failed collective reports Error(backend_error) at synchronize. On GPUs
+/// (NCCL) a failed NCCL call throws with NCCL's error text, an error NCCL finds later in enqueued
+/// work throws Error(backend_error) at the communicator's next call, and there is no timeout;
+/// mismatches are found among the GPUs of one process only.
 ///
 /// Move-only handle; the contexts must outlive their communicators.
 class Communicator {
  public:
   /// One communicator per context, rank i for contexts[i]. Throws Error(invalid_argument) for no
-  /// contexts or one device twice, (not_available) for devices collectives cannot join yet.
+  /// contexts or one device twice, (not_available) for a mix of CPU devices and GPUs, or GPUs
+  /// in a build without NCCL.
   [[nodiscard]] static std::vector<Communicator> create(std::span<DeviceContext> contexts) {
     std::vector<detail::QueueImpl*> queues;
     queues.reserve(contexts.size());
@@ -106,7 +113,8 @@ class Communicator {
     return result;
   }
   /// This process's rank of MPI_COMM_WORLD on `context`'s device (MPI is initialised if the
-  /// program has not done so). Throws Error(not_available) when devctx was built without MPI.
+  /// program has not done so). Throws Error(not_available) when devctx was built without MPI,
+  /// or, for a GPU, without NCCL.
   [[nodiscard]] static Communicator create_mpi(DeviceContext& context) {
     return Communicator(detail::comm_create_mpi(context.queue()), &context.queue());
   }

@@ -83,9 +83,9 @@ std::vector<std::shared_ptr<CommImpl>> comm_create_group(QueueImpl* const* queue
            " but context 0 on ", queues[0]->device().label(), "; the ranks of one communicator are all CPU "
            "devices or all GPUs");
   if (api == Api::cpu) return create_cpu_group(queues, count);
+  if (api == Api::cuda) return create_nccl_group(queues, count);
   fail(Errc::not_available, "Communicator::create on ", queues[0]->device().label(),
-       ": collectives of GPUs need NCCL, which this build of devctx does not use yet; use CPU devices "
-       "(DeviceContext::set_cpu_device_count) or copy through a CPU device");
+       ": collectives are built for CPU devices and GPUs only");
 }
 
 std::shared_ptr<CommImpl> comm_create_mpi(QueueImpl& queue) { return create_mpi_rank(queue); }

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/comm/engines.hpp - the entry points of each communicator engine (each defined in its own
-// file: the CPU devices' in src/backends/cpu, MPI's in src/comm/mpi_comm.cpp or mpi_absent.cpp).
+// file: the CPU devices' in src/backends/cpu, MPI's in src/comm/mpi_comm.cpp or mpi_absent.cpp,
+// NCCL's in src/backends/cuda/nccl_comm.cpp or nccl_absent.cpp).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -16,5 +18,19 @@ namespace devctx::detail {
 /// This process's rank of MPI_COMM_WORLD; Error(not_available) without MPI.
 [[nodiscard]] std::shared_ptr<CommImpl> create_mpi_rank(QueueImpl& queue);
 [[nodiscard]] bool mpi_built() noexcept;
+
+/// NCCL's unique id of a new communicator (ncclUniqueId), as bytes another process can be sent.
+using NcclId = std::array<char, 128>;
+/// Ranks 0..count-1 over GPUs of this process, rank i on queues[i]'s device (distinct, checked):
+/// one NCCL communicator each (ncclCommInitAll). Error(not_available) without NCCL.
+[[nodiscard]] std::vector<std::shared_ptr<CommImpl>> create_nccl_group(QueueImpl* const* queues, std::size_t count);
+/// A new unique id (ncclGetUniqueId), made by one rank and given to all (create_nccl_rank).
+[[nodiscard]] NcclId nccl_unique_id();
+/// Rank `rank` of `size` of the NCCL communicator `id`, on `queue`'s GPU (ncclCommInitRank):
+/// every rank calls it at once, each in its own process.
+[[nodiscard]] std::shared_ptr<CommImpl> create_nccl_rank(QueueImpl& queue, int rank, int size, const NcclId& id);
+/// Whether devctx was built with NCCL; when not, why (for messages).
+[[nodiscard]] bool nccl_built() noexcept;
+[[nodiscard]] const char* nccl_absent_reason() noexcept;
 
 }  // namespace devctx::detail

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/comm/mpi_comm.cpp - the MPI engine: one rank per process, MPI_COMM_WORLD, on a CPU device.
+// src/comm/mpi_comm.cpp - the MPI engine: one rank per process, MPI_COMM_WORLD, on a CPU device
+// (on a GPU, the NCCL engine's rank, whose unique id this file broadcasts with MPI).
 // Each call is a host task in the rank's stream order that runs MPI's own nonblocking
 // collective on the buffers (CPU device memory is host memory) and polls it against
 // DEVCTX_COMM_TIMEOUT_S, so that a rank whose partners never call fails instead of hanging.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -201,14 +205,36 @@ class MpiRank final : public CommImpl {
 }  // namespace
 
 std::shared_ptr<CommImpl> create_mpi_rank(QueueImpl& queue) {
-  if (queue.device().info().api != Api::cpu)
-    fail(Errc::not_available, "Communicator::create_mpi on ", queue.device().label(),
-         ": MPI ranks of GPUs need NCCL, which this build of devctx does not use yet; use a CPU device");
+  const bool gpu = queue.device().info().api == Api::cuda;
+  // Every rank runs the same build: all of them refuse here, none waits in MPI_Bcast for rank 0.
+  if (gpu && !nccl_built())
+    fail(Errc::not_available, "Communicator::create_mpi on ", queue.device().label(), ": ", nccl_absent_reason());
   ensure_initialized();
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return std::make_shared<MpiRank>(queue.device(), rank, size);
+  if (!gpu) return std::make_shared<MpiRank>(queue.device(), rank, size);
+  // One GPU per rank, bootstrapped through MPI: rank 0's NCCL unique id goes to every rank.
+  // Rank 0 sends an empty id when it could not make one, so that no rank waits in vain.
+  NcclId id{};
+  std::string failure;
+  if (rank == 0) {
+    try {
+      id = nccl_unique_id();
+    } catch (const std::exception& e) {
+      failure = e.what();
+      id.fill(0);
+    }
+  }
+  {
+    const std::lock_guard lock(mpi_mutex());
+    check_mpi(MPI_Bcast(id.data(), int(id.size()), MPI_CHAR, 0, MPI_COMM_WORLD), "Communicator::create_mpi: MPI_Bcast");
+  }
+  if (rank == 0 && !failure.empty()) fail(Errc::backend_error, "Communicator::create_mpi: ", failure);
+  if (std::all_of(id.begin(), id.end(), [](char c) { return c == 0; }))
+    fail(Errc::backend_error, "Communicator::create_mpi (rank ", rank, "): rank 0 could not make NCCL's unique id (",
+         "its message says why)");
+  return create_nccl_rank(queue, rank, size, id);
 }
 
 bool mpi_built() noexcept { return true; }

@@ -7,6 +7,8 @@
 // use the GPU afterwards, so each fault runs in a process of its own (its own ctest entry).
 #include <devctx/devctx.hpp>
 
+#include "../support/gpu_program.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -368,13 +370,7 @@ int main(int argc, char** argv) {
   const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
   std::printf("cuda devices: %d\n", gpus);
   if (gpus == 0) {
-    const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
-    if (require != nullptr && std::string(require) == "1") {
-      std::printf("FAIL  DEVCTX_REQUIRE_GPU=1 but there is no CUDA device\n");
-      return 1;
-    }
-    std::printf("no CUDA device: skipped\n");
-    return 77;
+    return devctx_test::gpu::no_gpu_exit();
   }
   devctx::DeviceContext ctx{devctx::Api::cuda, 0};
   const auto& info = ctx.info();

@@ -7,6 +7,8 @@
 // memory and ranges past an allocation. Each check prints PASS/FAIL; the exit status is 0 when
 // all pass, 1 otherwise, 77 (skipped) without a CUDA device unless DEVCTX_REQUIRE_GPU=1.
 #include <devctx/devctx.hpp>
+
+#include "../support/gpu_program.hpp"
 #include <devctx/interop.hpp>
 
 #include <cublas_v2.h>
@@ -270,13 +272,7 @@ int main() {
   const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
   std::printf("cuda devices: %d; seed %llu (DEVCTX_TEST_SEED replays)\n", gpus, static_cast<unsigned long long>(seed()));
   if (gpus == 0) {
-    const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
-    if (require != nullptr && std::string(require) == "1") {
-      std::printf("FAIL  DEVCTX_REQUIRE_GPU=1 but there is no CUDA device\n");
-      return 1;
-    }
-    std::printf("no CUDA device: skipped\n");
-    return 77;
+    return devctx_test::gpu::no_gpu_exit();
   }
   devctx::DeviceContext ctx{devctx::Api::cuda, 0};
   section("cuBLAS and CUB on a devctx stream", [&] { blas_and_sort(ctx); });
