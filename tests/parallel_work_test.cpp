@@ -152,7 +152,7 @@ TEST_P(ParallelWork, SmallLaunchesHandedBetweenStreamsByEvents) {
 }
 
 TEST_P(ParallelWork, WorkAfterTheDeviceWentToSleep) {
-  // Past the workers' spin (DEVCTX_CPU_SPIN_US, 20 us by default) they sleep: the next launch
+  // Past the workers' spin (DEVCTX_CPU_SPIN_US, 50 us by default) they sleep: the next launch
   // must wake them, with or without a waiting host thread to help.
   const std::size_t n = 1 << 16;
   auto d = ctx().enqueue_create_buffer<std::uint32_t>(n);

@@ -40,21 +40,31 @@ void worker_main(Pool& pool, Pool::Sleeper& me) {
   // No block executor yet: a kernel's part makes it when the worker first runs one (and fails
   // that launch, not the worker, when it cannot). Copies and fills need none.
   std::unique_lock lock(pool.mutex);
-  bool spun = false;  // since the last work: spin once, then sleep
+  using SteadyClock = std::chrono::steady_clock;
+  SteadyClock::time_point spin_until{};
+  bool idle_started = false;  // spin_until is set for this idle stretch
   for (;;) {
     if (Op* op = pool.take()) {
       pool.run_attached(lock, op, false);
-      spun = false;
+      idle_started = false;
       continue;
     }
     if (pool.stopping.load(std::memory_order_relaxed)) return;
-    if (!spun && pool.spin_ns > 0 && pool.spinning < Pool::kMaxSpinners) {
-      pool.spin(lock);
-      spun = true;
-      continue;
+    if (pool.spin_ns > 0 && pool.spinning < Pool::kMaxSpinners) {
+      // Spins until spin_ns after the last work or activation it saw: an op that another thread
+      // (a helping host thread) took first keeps it spinning, as the device is in use; the spin
+      // waits for the next activation, so it never spins on the lock.
+      // Whatever ended the spin, it looks for work again under the lock before sleeping: an op
+      // activated as the spin timed out found it counted as spinning and woke no one.
+      if (!idle_started) spin_until = SteadyClock::now() + std::chrono::nanoseconds(pool.spin_ns);
+      idle_started = true;
+      if (SteadyClock::now() < spin_until) {
+        if (pool.spin(lock, spin_until)) idle_started = false;
+        continue;
+      }
     }
     pool.sleep(lock, me);
-    spun = false;
+    idle_started = false;
   }
 }
 
@@ -66,7 +76,8 @@ void Pool::activate(Op* op) noexcept {
   (last_active != nullptr ? last_active->next_active : first_active) = op;
   last_active = op;
   op->listed = true;
-  active_count.fetch_add(1, std::memory_order_release);
+  active_count.fetch_add(1, std::memory_order_relaxed);
+  activations.fetch_add(1, std::memory_order_release);
 }
 
 void Pool::deactivate(Op* op) noexcept {
@@ -142,17 +153,23 @@ void Pool::sleep(std::unique_lock<std::mutex>& lock, Sleeper& me) noexcept {
   me.wake.wait(lock, [&] { return me.woken; });
 }
 
-void Pool::spin(std::unique_lock<std::mutex>& lock) noexcept {
+bool Pool::spin(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until) noexcept {
   ++spinning;
+  const std::uint64_t seen = activations.load(std::memory_order_relaxed);
   lock.unlock();
-  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
+  bool activated = false;
   for (unsigned i = 1;; ++i) {
-    if (active_count.load(std::memory_order_acquire) != 0 || stopping.load(std::memory_order_relaxed)) break;
+    if (activations.load(std::memory_order_acquire) != seen) {
+      activated = true;
+      break;
+    }
+    if (stopping.load(std::memory_order_relaxed)) break;
     cpu_relax();
     if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
   }
   lock_soon(lock);
   --spinning;
+  return activated;
 }
 
 std::shared_ptr<SharedState> shared_state() {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstddef>
@@ -118,9 +119,9 @@ struct [[gnu::visibility("hidden")]] Pool {
   [[nodiscard]] bool claimable() noexcept;
   /// The calling worker sleeps on `me` until woken (pool lock held by `lock`).
   void sleep(std::unique_lock<std::mutex>& lock, Sleeper& me) noexcept;
-  /// The calling worker spins, with the lock released, until an op is active, the pool stops, or
-  /// spin_ns passed. Pool lock held on entry and exit.
-  void spin(std::unique_lock<std::mutex>& lock) noexcept;
+  /// The calling worker spins, with the lock released, until an op is activated, the pool stops,
+  /// or `until`; true when it saw an activation. Pool lock held on entry and exit.
+  bool spin(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until) noexcept;
 
   std::shared_ptr<SharedState> shared;
   std::mutex& mutex;  // shared->mutex
@@ -129,6 +130,9 @@ struct [[gnu::visibility("hidden")]] Pool {
   /// How many ops are on the active list: read without the lock by spinning workers and by a
   /// thread deciding whether to take turns.
   std::atomic<std::size_t> active_count{0};
+  /// Counts activations: what a spinning worker watches (an op taken by others before it looked
+  /// does not send it round again).
+  std::atomic<std::uint64_t> activations{0};
   /// Threads attached to an op now (workers and helping host threads), at most `capacity`, so
   /// that the device never runs more threads than it has workers.
   std::size_t running = 0;

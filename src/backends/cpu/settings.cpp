@@ -19,7 +19,7 @@ constexpr std::size_t kMaxStackBytes = 64 * 1024 * 1024;
 constexpr std::size_t kMaxWorkers = 1024;
 /// A worker out of work spins this long before sleeping (docs/cpu-backend.md, "Streams and
 /// workers"): long enough for the next launch of a launch + synchronize loop to find it awake.
-constexpr std::size_t kDefaultSpinUs = 20;
+constexpr std::size_t kDefaultSpinUs = 50;
 constexpr std::size_t kMaxSpinUs = 10000;
 
 /// set_device_count's value; 0 while the environment decides.
