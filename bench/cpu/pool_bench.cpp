@@ -3,11 +3,12 @@
 // a float vector add of 64 Mi elements, launch + synchronize of an empty kernel (with every
 // worker, and with one and two workers in a child process), and a 256 MiB copy and memset
 // against OpenMP's parallel memcpy/memset. The two sides alternate; each figure is the median of
-// the repetitions, and each row prints devctx / OpenMP.
+// the repetitions, and each row prints devctx / OpenMP. Last, the CPU time an idle device uses.
 // Usage: devctx_bench_cpu_pool [--reps N] [--mib M]   (--launch-only: the launch row alone)
 #include <devctx/devctx.hpp>
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -97,6 +98,14 @@ double launch_us_with(const char* self, int workers, int reps) {
   if (std::fscanf(child, "%lf", &us) != 1) us = -1;
   pclose(child);
   return us;
+}
+
+/// CPU time of the whole process (all its threads) so far.
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto sec = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+  return sec(usage.ru_utime) + sec(usage.ru_stime);
 }
 
 void row(const char* what, double devctx_value, double omp_value, const char* unit, double target) {
@@ -223,6 +232,15 @@ int main(int argc, char** argv) {
         [&] { omp_chunks([&](std::size_t b, std::size_t e) { std::memset(pd + b, 9, e - b); }); });
     const std::string set_label = std::to_string(mib) + " MiB memset (GB/s)";
     row(set_label.c_str(), double(bytes) / tm / 1e9, double(bytes) / tom / 1e9, "GB/s", 0.9);
+  }
+  // ---- an idle device: CPU time of the process over a second of idling after 100 launches ----
+  {
+    for (int i = 0; i < 100; ++i) ctx.enqueue_function<pool_empty_kernel>({.grid_dim = 1, .block_dim = 1});
+    ctx.synchronize();
+    const double before = cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::printf("  idle device: %.3f ms of CPU time in the second after 100 launches (target < 1 ms)\n",
+                (cpu_seconds() - before) * 1e3);
   }
   return 0;
 }
