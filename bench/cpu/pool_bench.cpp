@@ -7,7 +7,8 @@
 // Usage: devctx_bench_cpu_pool [--reps N] [--mib M]   (--launch-only: the launch row alone)
 #include <devctx/devctx.hpp>
 
-#include <omp.h>
+#include "pool_baselines.hpp"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   }
   const unsigned workers = ctx.info().multiprocessors;
   std::printf("devctx CPU pool vs OpenMP on %s; OpenMP threads %d; median of %d alternating runs\n",
-              ctx.name().c_str(), omp_get_max_threads(), reps);
+              ctx.name().c_str(), pool_bench::omp_threads(), reps);
 
   // ---- vector add, float, 64 Mi elements ----
   const std::size_t n = std::size_t{64} << 20;
@@ -145,22 +146,14 @@ int main(int argc, char** argv) {
     ctx.synchronize();
     auto oa = make_array<float>(n), ob = make_array<float>(n), oc = make_array<float>(n);
     float *pa = oa.get(), *pb = ob.get(), *pc = oc.get();
-#pragma omp parallel for schedule(static)
-    for (std::size_t i = 0; i < n; ++i) {
-      pa[i] = 1.5f;
-      pb[i] = 2.25f;
-      pc[i] = 0.0f;
-    }
+    pool_bench::omp_fill3(pa, pb, pc, n, 1.5f, 2.25f, 0.0f);
     const auto [td, to] = alternate(
         reps,
         [&] {
           ctx.enqueue_function<pool_vector_add>({.grid_dim = unsigned(n / 256), .block_dim = 256}, a, b, c);
           ctx.synchronize();
         },
-        [&] {
-#pragma omp parallel for simd schedule(static)
-          for (std::size_t i = 0; i < n; ++i) pc[i] = pa[i] + pb[i];
-        });
+        [&] { pool_bench::omp_vector_add(pa, pb, pc, n); });
     std::vector<float> back(n);
     ctx.enqueue_copy(back, c);
     std::size_t wrong = 0;
@@ -179,12 +172,7 @@ int main(int argc, char** argv) {
     std::vector<double> t;
     for (int r = 0; r < reps * 4; ++r) {
       t.push_back(seconds_of([] {
-        for (int i = 0; i < 200; ++i) {
-#pragma omp parallel
-          {
-            if (omp_get_thread_num() < 0) std::abort();  // not empty: the region cannot be elided
-          }
-        }
+        for (int i = 0; i < 200; ++i) pool_bench::omp_empty_region();
       }) / 200 * 1e6);
     }
     const double one = launch_us_with(argv[0], 1, reps), two = launch_us_with(argv[0], 2, reps);
@@ -202,25 +190,15 @@ int main(int argc, char** argv) {
     ctx.synchronize();
     auto osrc = make_array<std::uint8_t>(bytes), odst = make_array<std::uint8_t>(bytes);
     std::uint8_t *ps = osrc.get(), *pd = odst.get();
-    const auto omp_chunks = [&](const auto& f) {
-#pragma omp parallel
-      {
-        const std::size_t t = std::size_t(omp_get_thread_num()), nt = std::size_t(omp_get_num_threads());
-        const std::size_t begin = bytes * t / nt, end = bytes * (t + 1) / nt;
-        f(begin, end);
-      }
-    };
-    omp_chunks([&](std::size_t b, std::size_t e) {
-      std::memset(ps + b, 7, e - b);
-      std::memset(pd + b, 0, e - b);
-    });
+    pool_bench::omp_memset(ps, 7, bytes);
+    pool_bench::omp_memset(pd, 0, bytes);
     const auto [tc, toc] = alternate(
         reps,
         [&] {
           ctx.enqueue_copy(dst, src);
           ctx.synchronize();
         },
-        [&] { omp_chunks([&](std::size_t b, std::size_t e) { std::memcpy(pd + b, ps + b, e - b); }); });
+        [&] { pool_bench::omp_memcpy(pd, ps, bytes); });
     const std::string copy_label = std::to_string(mib) + " MiB copy (GB/s, read+write)";
     row(copy_label.c_str(), 2.0 * double(bytes) / tc / 1e9, 2.0 * double(bytes) / toc / 1e9, "GB/s", 0.9);
     const auto [tm, tom] = alternate(
@@ -229,7 +207,7 @@ int main(int argc, char** argv) {
           ctx.enqueue_memset(dst, std::uint8_t{9});
           ctx.synchronize();
         },
-        [&] { omp_chunks([&](std::size_t b, std::size_t e) { std::memset(pd + b, 9, e - b); }); });
+        [&] { pool_bench::omp_memset(pd, 9, bytes); });
     const std::string set_label = std::to_string(mib) + " MiB memset (GB/s)";
     row(set_label.c_str(), double(bytes) / tm / 1e9, double(bytes) / tom / 1e9, "GB/s", 0.9);
   }

@@ -77,7 +77,6 @@ void Pool::activate(Op* op) noexcept {
   last_active = op;
   op->listed = true;
   active_count.fetch_add(1, std::memory_order_relaxed);
-  activations.fetch_add(1, std::memory_order_release);
 }
 
 void Pool::deactivate(Op* op) noexcept {
@@ -271,6 +270,7 @@ bool CpuDevice::help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) 
 void CpuDevice::dispatch(Op* op) noexcept {
   Pool& pool = *pool_;
   pool.activate(op);
+  pool.activations.fetch_add(1, std::memory_order_release);  // what a spinning worker watches
   // As many workers as the op has parts for, less those spinning (they see it at once), within
   // the free slots.
   const std::size_t free_slots = pool.capacity > pool.running ? pool.capacity - pool.running : 0;

@@ -130,8 +130,8 @@ struct [[gnu::visibility("hidden")]] Pool {
   /// How many ops are on the active list: read without the lock by spinning workers and by a
   /// thread deciding whether to take turns.
   std::atomic<std::size_t> active_count{0};
-  /// Counts activations: what a spinning worker watches (an op taken by others before it looked
-  /// does not send it round again).
+  /// Counts dispatched ops (not an active op's turns): what a spinning worker watches, so that
+  /// an op taken by others before it looked does not send it round again.
   std::atomic<std::uint64_t> activations{0};
   /// Threads attached to an op now (workers and helping host threads), at most `capacity`, so
   /// that the device never runs more threads than it has workers.
