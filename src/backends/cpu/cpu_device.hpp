@@ -175,9 +175,10 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
   /// Which bytes of the device memory that checked contexts allocated have been written.
   [[nodiscard]] check::ShadowRegistry& written() noexcept { return written_; }
 
-  /// Runs one unclaimed part of an operation of `queue` on the calling (host) thread, which is
-  /// waiting for that queue anyway: a synchronize() then does not wait for a worker to wake up.
-  /// Pool lock held by `lock`, released while the part runs. False when there is no such part,
+  /// Runs unclaimed parts of an operation of `queue` on the calling (host) thread, which is
+  /// waiting for that queue anyway, as a worker would (Pool::run_attached): a synchronize() then
+  /// does not wait for a worker to wake up. Pool lock held by `lock`, released while the parts
+  /// run. False when there is no such part,
   /// or none this thread can run (it then waits for the workers). Never throws: a waiting
   /// thread reports nothing but the failures of the work it waits for.
   bool help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) noexcept;
