@@ -102,6 +102,7 @@ struct [[gnu::visibility("hidden")]] Op {
   Op* prev_active = nullptr;
   Op* next_active = nullptr;
   bool listed = false;  // on that list
+  bool helped = false;  // a host thread ran a part of it (CpuDevice::help); pool lock
   Op* next_retired = nullptr;  // SharedState::first_retired's list
 };
 
