@@ -102,9 +102,9 @@ struct [[gnu::visibility("hidden")]] Pool {
   [[nodiscard]] Op* take() noexcept;
   /// Attaches the calling thread to `op` (which take() returned, or which a helping host thread
   /// found and checked it can run), claims and runs parts of it with the lock released until
-  /// none is left (or, while other ops are active, after one part), detaches, and completes the
-  /// op if it was the last thread on it with every part claimed. `helping`: a host thread that
-  /// leaves the pool after this, so a sleeping worker is woken if work is left for its slot.
+  /// none is left (or after one part, while other ops are active or when `helping`), detaches,
+  /// and completes the op if it was the last thread on it with every part claimed. `helping`: a
+  /// host thread that leaves the pool after one part, so a worker takes its slot if work is left.
   /// Pool lock held by `lock` on entry and exit. Never throws and allocates nothing.
   void run_attached(std::unique_lock<std::mutex>& lock, Op* op, bool helping) noexcept;
 
@@ -175,9 +175,9 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
   /// Which bytes of the device memory that checked contexts allocated have been written.
   [[nodiscard]] check::ShadowRegistry& written() noexcept { return written_; }
 
-  /// Runs unclaimed parts of an operation of `queue` on the calling (host) thread, which is
-  /// waiting for that queue anyway, as a worker would (Pool::run_attached): a synchronize() then
-  /// does not wait for a worker to wake up. Pool lock held by `lock`, released while the parts
+  /// Runs one unclaimed part of an operation of `queue` (once per operation) on the calling
+  /// (host) thread, which is waiting for that queue anyway (Pool::run_attached): a synchronize()
+  /// then does not wait for a worker to wake up. Pool lock held by `lock`, released while the parts
   /// run. False when there is no such part,
   /// or none this thread can run (it then waits for the workers). Never throws: a waiting
   /// thread reports nothing but the failures of the work it waits for.
