@@ -7,7 +7,8 @@
 #   1. ctest -L gpu with DEVCTX_REQUIRE_GPU=1: the CUDA runs of the behavioural tests and the
 #      CUDA smoke check (tests/cuda/cuda_smoke.cu), each of its device-fault runs in its own process
 #   2. the full ctest
-#   3. the CUDA benchmark (devctx vs raw CUDA) and the CPU benchmark, when built
+#   3. the CUDA benchmark (devctx vs raw CUDA) and the CPU benchmark, when built, and the CPU
+#      pool benchmark (bench/cpu/pool_bench.cpp: devctx's workers vs OpenMP) into bench-cpu-pool.log
 #   3a. the transfers benchmark (bench/cuda/transfers_bench.cu: pageable, page-locked and staged
 #      copies, sweeps of the staging settings) and the pipeline example (examples/07_pipeline) at
 #      its default size, into bench-transfers.log
@@ -35,7 +36,7 @@
 # Environment: BUILD_DIR (default OUTDIR/build), DEVCTX_CUDA_ARCH (default 90), JOBS,
 # STEP_TIMEOUT (seconds per step, default 1800),
 # GPU_CHECK_SKIP (words among: ctest-gpu ctest-all consumer python frameworks cuda-bench fiber-bench
-# transfers bench-plot trace peer allreduce tensor-bench cpu-bench sanitize-tests) to leave steps out,
+# transfers bench-plot trace peer allreduce tensor-bench cpu-bench pool-bench sanitize-tests) to leave steps out,
 # GPU_CHECK_REUSE_BUILD=1 to build into an existing BUILD_DIR incrementally instead of afresh
 # (a second call on a still-warm machine: e.g. only the sanitizers),
 # DEVCTX_DLPACK_INCLUDE_DIR (a directory holding dlpack/dlpack.h; found by itself otherwise).
@@ -333,13 +334,23 @@ elif [[ -x $BUILD/bench/tensor/devctx_bench_tensor && -x $BUILD/bench/cuda/devct
 else
   skip "tensor and graph benchmarks" "not built"
 fi
-CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu*' -perm -u+x 2>/dev/null | head -1)
+# The kernels benchmark by its exact name: other devctx_bench_cpu_* programs (costs, pool) exist.
+CPU_BENCH=$(find "$BUILD/bench" -maxdepth 2 -type f -name 'devctx_bench_cpu_kernels' -perm -u+x 2>/dev/null | head -1)
 if skipped cpu-bench; then
   skip "cpu benchmark" "GPU_CHECK_SKIP"
 elif [[ -n $CPU_BENCH ]]; then
   step "cpu benchmark" bench-cpu.log "$CPU_BENCH"
 else
   skip "cpu benchmark" "not built"
+fi
+# The CPU backend's worker pool against OpenMP on this host's cores (issue 13 item 4): vector add,
+# empty launch + synchronize (all, 1 and 2 workers), 256 MiB copy and memset; ratios and targets.
+POOL_BENCH=$BUILD/bench/cpu/devctx_bench_cpu_pool
+if skipped pool-bench; then skip "cpu pool benchmark" "GPU_CHECK_SKIP"
+elif [[ -x $POOL_BENCH ]]; then
+  step "cpu pool benchmark (devctx workers vs OpenMP)" bench-cpu-pool.log "$POOL_BENCH"
+else
+  skip "cpu pool benchmark" "not built"
 fi
 
 # ---- compute-sanitizer over the gpu tests' own command lines ------------------------------------

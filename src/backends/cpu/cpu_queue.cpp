@@ -21,7 +21,8 @@ void check_not_in_kernel(const DeviceImpl& device, const char* operation) {
 
 std::uint64_t CpuQueue::push(std::unique_ptr<Op> op) {
   Pool& pool = cpu().pool();
-  std::unique_lock lock(pool.mutex);
+  std::unique_lock lock(pool.mutex, std::defer_lock);
+  lock_soon(lock);
   const std::uint64_t seq = next_seq_;
   op->seq = seq;
   op->queue = this;
@@ -66,7 +67,7 @@ void CpuQueue::pump() noexcept {
 
 void CpuQueue::complete(Op* op) noexcept {
   op->finish(failures_);
-  completed_ = op->seq;
+  completed_.store(op->seq, std::memory_order_release);
   // Destroying the op may drop the last reference to another queue (a WaitOp's event). One of
   // this device takes no lock; one of another CPU device may take the device's (shared) lock,
   // so such an op is destroyed later with the lock released (release_idle).
@@ -86,7 +87,7 @@ void CpuQueue::complete(Op* op) noexcept {
   CpuQueue** ready_end = &ready;
   for (CpuQueue** link = &first_waiter_; *link != nullptr;) {
     CpuQueue* q = *link;
-    if (q->waiting_for_ > completed_) {
+    if (q->waiting_for_ > completed_.load(std::memory_order_relaxed)) {
       link = &q->next_waiter_;
       continue;
     }
@@ -134,12 +135,32 @@ void CpuQueue::release_idle(Pool& pool, std::unique_lock<std::mutex>& lock) noex
   }
 }
 
+void CpuQueue::spin_until_reached(std::unique_lock<std::mutex>& lock, std::uint64_t seq) noexcept {
+  const std::int64_t spin_ns = cpu().pool().spin_ns;
+  if (spin_ns <= 0) return;
+  lock.unlock();
+  const auto until = Clock::now() + std::chrono::nanoseconds(spin_ns);
+  for (unsigned i = 1; !reached(seq); ++i) {
+    cpu_relax();
+    if (i % 64 == 0 && Clock::now() >= until) break;
+  }
+  lock_soon(lock);
+}
+
 void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq, bool report) {
   check_not_in_kernel(device(), "synchronize (or an event or pageable-copy wait)");
-  while (completed_ < seq) {
+  bool spun = false;
+  while (!reached(seq)) {
     if (cpu().help(lock, this)) continue;
     Gate* gate = ops_.empty() || head_dispatched_ ? nullptr : ops_.front()->gate();
     if (gate == nullptr || gate->open || gate->deadline == Clock::time_point::max()) {
+      if (!spun && head_dispatched_) {
+        // Workers are finishing this queue's head: watch for it a moment before sleeping (a
+        // wake-up costs microseconds; DEVCTX_CPU_SPIN_US bounds the spin).
+        spun = true;
+        spin_until_reached(lock, seq);
+        continue;
+      }
       done.wait(lock);
       continue;
     }
@@ -235,7 +256,8 @@ void CpuQueue::launch(const KernelLaunch& launch) {
 }
 
 void CpuQueue::synchronize() {
-  std::unique_lock lock(cpu().pool().mutex);
+  std::unique_lock lock(cpu().pool().mutex, std::defer_lock);
+  lock_soon(lock);
   wait_until(lock, next_seq_ - 1, true);
 }
 

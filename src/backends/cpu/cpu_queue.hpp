@@ -4,6 +4,7 @@
 // synchronize, and the queues waiting for one of its events.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -45,7 +46,9 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   /// queues waiting for it. A queue left without work is put on the pool's idle list; the
   /// caller calls release_idle once it may release the lock.
   void complete(Op* op) noexcept;
-  [[nodiscard]] bool reached(std::uint64_t seq) const noexcept { return completed_ >= seq; }
+  [[nodiscard]] bool reached(std::uint64_t seq) const noexcept {
+    return completed_.load(std::memory_order_acquire) >= seq;
+  }
   /// The sequence number of the last operation enqueued so far.
   [[nodiscard]] std::uint64_t last_enqueued() const noexcept { return next_seq_ - 1; }
   /// Waits (pool lock held by `lock`) until `seq` completed, helping with this queue's work
@@ -75,13 +78,16 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
 
  private:
   std::uint64_t push(std::unique_ptr<Op> op);
+  /// Spins with the pool lock released until `seq` is reached or DEVCTX_CPU_SPIN_US passed.
+  void spin_until_reached(std::unique_lock<std::mutex>& lock, std::uint64_t seq) noexcept;
   void note_idle() noexcept;
   [[nodiscard]] CpuDevice& cpu() const noexcept { return *device_; }
 
   std::shared_ptr<CpuDevice> device_;
   std::deque<std::unique_ptr<Op>> ops_;
   std::uint64_t next_seq_ = 1;
-  std::uint64_t completed_ = 0;
+  /// Written under the pool lock; read without it by a waiting host thread that spins.
+  std::atomic<std::uint64_t> completed_{0};
   bool head_dispatched_ = false;
   std::shared_ptr<CpuQueue> self_while_busy_;
   /// Failures not reported yet; each node came with its operation (KernelOp), so queueing a

@@ -59,7 +59,7 @@ struct [[gnu::visibility("hidden")]] QueuedFailure {
 };
 
 /// One operation of a queue. The queue assigns `seq` and `queue`; the pool lock guards the
-/// part counters and the active-list links.
+/// attached count and the active-list links (parts are claimed without it: Pool).
 ///
 /// Once an operation is queued it must run and complete whatever happens, or its queue would
 /// wait forever and memory the caller already reused could still be read: everything that can
@@ -94,11 +94,15 @@ struct [[gnu::visibility("hidden")]] Op {
   std::uint64_t seq = 0;
   CpuQueue* queue = nullptr;
   std::size_t parts = 0;
-  std::size_t next_part = 0;   // guarded by the pool lock
-  std::size_t done_parts = 0;  // guarded by the pool lock
+  /// The next part to claim: threads attached to the op (Pool::run_attached) claim parts by
+  /// incrementing it without the pool lock; it may run past `parts`.
+  std::atomic<std::size_t> next_part{0};
+  std::size_t attached = 0;  // threads attached now; guarded by the pool lock
   // The pool's list of ops with unclaimed parts (Pool::activate), guarded by the pool lock.
   Op* prev_active = nullptr;
   Op* next_active = nullptr;
+  bool listed = false;  // on that list
+  bool helped = false;  // a host thread ran a part of it (CpuDevice::help); pool lock
   Op* next_retired = nullptr;  // SharedState::first_retired's list
 };
 

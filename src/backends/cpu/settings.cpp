@@ -17,6 +17,10 @@ constexpr std::size_t kMaxStackBytes = 64 * 1024 * 1024;
 /// More workers than this is a mistyped value, not a machine (it also bounds the threads a bad
 /// value could start).
 constexpr std::size_t kMaxWorkers = 1024;
+/// A worker out of work spins this long before sleeping (docs/cpu-backend.md, "Streams and
+/// workers"): long enough for the next launch of a launch + synchronize loop to find it awake.
+constexpr std::size_t kDefaultSpinUs = 50;
+constexpr std::size_t kMaxSpinUs = 10000;
 
 /// set_device_count's value; 0 while the environment decides.
 std::atomic<int> chosen_devices{0};
@@ -30,6 +34,8 @@ CpuSettings read_settings() {
                               "worker threads of the CPU device");
   settings.stack_bytes = env_size("DEVCTX_CPU_STACK_BYTES", 64 * 1024, kMinStackBytes, kMaxStackBytes, SizeUnit::bytes,
                                   "the stack of each GPU thread of a thread-level kernel");
+  settings.spin_us = env_size("DEVCTX_CPU_SPIN_US", kDefaultSpinUs, 0, kMaxSpinUs, SizeUnit::count,
+                              "microseconds a CPU worker out of work spins before it sleeps");
   return settings;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/settings.hpp - the CPU backend's environment settings, all read here:
-// DEVCTX_CPU_THREADS, DEVCTX_CPU_STACK_BYTES, DEVCTX_CPU_DEVICES, DEVCTX_COMM_TIMEOUT_S and
-// DEVCTX_TRACE.
+// DEVCTX_CPU_THREADS, DEVCTX_CPU_STACK_BYTES, DEVCTX_CPU_SPIN_US, DEVCTX_CPU_DEVICES,
+// DEVCTX_COMM_TIMEOUT_S and DEVCTX_TRACE.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +14,7 @@ inline constexpr int kMaxCpuDevices = 64;
 struct CpuSettings {
   std::size_t workers = 1;      ///< DEVCTX_CPU_THREADS, else one per hardware thread; split among the devices
   std::size_t stack_bytes = 0;  ///< DEVCTX_CPU_STACK_BYTES, else 64 KiB
+  std::size_t spin_us = 0;      ///< DEVCTX_CPU_SPIN_US: how long a worker out of work spins before sleeping
 };
 
 /// Reads the settings a CPU device is created with. Throws Error(invalid_argument) naming the
