@@ -18,6 +18,7 @@
 #include <devctx/devctx.hpp>
 
 #include "nvtx/nvtx_record.hpp"
+#include "support/gpu_program.hpp"
 #include "support/test_kernels.hpp"
 
 namespace {
@@ -40,15 +41,7 @@ std::string bytes_name(std::size_t bytes) {
 
 int main() {
   using devctx_test::NvtxCall;
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
-    const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
-    if (require != nullptr && std::string(require) == "1") {
-      std::printf("FAIL  DEVCTX_REQUIRE_GPU=1 but there is no CUDA device\n");
-      return 1;
-    }
-    std::printf("SKIP  no CUDA device\n");
-    return 77;
-  }
+  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) return devctx_test::gpu::no_gpu_exit();
   const std::string path = devctx_test::nvtx_record_path();
   if (path.empty() || std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
     std::printf("FAIL  run through ctest: NVTX_INJECTION64_PATH and DEVCTX_NVTX_RECORD are unset\n");
