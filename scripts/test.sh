@@ -4,14 +4,19 @@
 #  1. a build with the CUDA backend (when nvcc is found): every kernel compiles with nvcc, the
 #     tests run on the CPU backend, and GPU tests skip unless a GPU is present
 #     (DEVCTX_REQUIRE_GPU=1 makes a missing GPU a failure);
-#  2. a CPU-only build with the C++ compiler alone;
+#  2. a CPU-only build with the C++ compiler alone (the library and the tool, for the consumers
+#     below; its test suite runs in step 7's ASan + UBSan build, which is CPU-only too). Without
+#     nvcc, this is the build of step 1 and runs the whole suite;
 #  3. the examples built as an outside project against the installed package (find_package);
 #  4. every way a project takes devctx in (find_package, add_subdirectory, FetchContent, also with
 #     FIND_PACKAGE_ARGS; CMake 3.25 and a current one from PyPI; with and without nvcc), a shared
 #     libdevctx (Debian layout, dlopen), pkg-config and the Conan recipe (tests/consumers/run.sh);
 #  5. the libFuzzer harness (clang, ASan + UBSan); 6. the Python package and its pytest suite;
-#  7. the CPU suite with 1 and 3 workers, under ASan + UBSan, under TSan, with the Boost.Context fiber
-#     switch, and cross-built for AArch64 under qemu-user.
+#  7. the CPU suite with 1 and 3 workers, under ASan + UBSan with the portable Boost.Context fiber
+#     switch, under TSan, and cross-built for AArch64 under qemu-user.
+# CI's machine has 2 cores and CI's time is bounded: the builds here are made for building fast
+# (docs/internals.md, "CI"): no debug information, unity builds (CMAKE_UNITY_BUILD), -Og / -O1
+# under the sanitizers. A developer's build keeps CMake's usual build types.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Every step starts with `section NAME` (its banner); the seconds each took are printed at the end,
@@ -30,29 +35,38 @@ bash scripts/setup.sh
 # The tools tests validate `devctx bench --json` against its schema; here the schema is required.
 export DEVCTX_REQUIRE_JSONSCHEMA=1
 jobs=$(nproc)
-configs=(cpu)
+# Built for CI's time: -O2 without debug information (-g costs a third of the compile time),
+# translation units built together (CMAKE_UNITY_BUILD), warnings as errors.
+ci_build=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG"
+  -DCMAKE_UNITY_BUILD=ON -DDEVCTX_WARNINGS_AS_ERRORS=ON)
+full=cpu
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
-  configs=(cuda cpu)
+  full=cuda
+  ci_build+=("-DCMAKE_CUDA_FLAGS_RELEASE=-O2 -DNDEBUG")
 else
   echo "test: nvcc not found: building the CPU-only configuration only"
 fi
-for config in "${configs[@]}"; do
-  dir="build-test-$config"
-  cuda=OFF; [ "$config" = cuda ] && cuda=ON
-  section "configuration $config (DEVCTX_ENABLE_CUDA=$cuda)"
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVCTX_ENABLE_CUDA=$cuda \
-    -DDEVCTX_WARNINGS_AS_ERRORS=ON >/dev/null
-  cmake --build "$dir" -j "$jobs"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
-done
+# The whole suite (every label) in the full build: the CUDA one when nvcc is here.
+section "configuration $full (DEVCTX_ENABLE_CUDA=$([ $full = cuda ] && echo ON || echo OFF)): build, whole suite"
+cmake -S . -B "build-test-$full" "${ci_build[@]}" -DDEVCTX_ENABLE_CUDA=$([ $full = cuda ] && echo ON || echo OFF) >/dev/null
+cmake --build "build-test-$full" -j "$jobs"
+ctest --test-dir "build-test-$full" --output-on-failure -j "$jobs"
+if [ $full = cuda ]; then
+  # What the consumers below install: the library and the tool, with the C++ compiler alone.
+  section "configuration cpu (DEVCTX_ENABLE_CUDA=OFF): the library and the tool"
+  cmake -S . -B build-test-cpu "${ci_build[@]}" -DDEVCTX_ENABLE_CUDA=OFF -DDEVCTX_BUILD_TESTS=OFF \
+    -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-test-cpu -j "$jobs"
+  build-test-cpu/tools/devctx info --brief
+fi
 section "examples as an outside consumer (find_package(devctx))"
-bash examples/consumer-check.sh "build-test-${configs[0]}" build-test-consumer
+bash examples/consumer-check.sh "build-test-$full" build-test-consumer
 
 # ---- step 4: CMake routes, shared library and packaging, as outside consumers --------------------
 section "CMake routes, shared library, pkg-config and Conan (tests/consumers/run.sh)"
 cuda_build=()
-[ "${configs[0]}" = cuda ] && cuda_build=(build-test-cuda)
+[ $full = cuda ] && cuda_build=(build-test-cuda)
 bash tests/consumers/run.sh build-test-consumers build-test-cpu "${cuda_build[@]}"
 
 # ---- step 5: fuzzing (docs/fuzzing.md) ----------------------------------------------------------------
@@ -75,35 +89,38 @@ DEVCTX_PIP_ARGS="--config-settings=cmake.define.DEVCTX_ENABLE_CUDA=OFF ${DEVCTX_
   bash scripts/python-test.sh build-python/venv
 
 # ---- step 7: the CPU backend under other conditions (issues 10 and 11) ---------------------------
-# CPU-only builds without benchmarks, each in its own build directory. compile_fail.* (label
-# compile) only runs the compiler on snippets, the fuzz label repeats ctest -L fuzz above, and the
-# checked label runs the suite again in checking mode (much slower under sanitizers), so none of
-# them is run again here.
-# 2 workers is the default on CI's 2 cores (one per core), which the runs above used already.
+# CPU-only builds without benchmarks, each in its own build directory. Labels left out there:
+# compile (compile_fail.* only runs the compiler on snippets), fuzz (repeats ctest -L fuzz above),
+# checked (the suite again in checking mode, much slower under sanitizers) and workers (the
+# suite again with 1 and 3 workers: run without sanitizers just below).
 section "the CPU suite with 1 and 3 workers (DEVCTX_CPU_THREADS)"
 for workers in 1 3; do
-  DEVCTX_CPU_THREADS=$workers ctest --test-dir build-test-cpu --output-on-failure -j "$jobs" -LE "compile|fuzz|checked"
+  DEVCTX_CPU_THREADS=$workers ctest --test-dir "build-test-$full" --output-on-failure -j "$jobs" -LE "compile|fuzz|checked|workers"
 done
-# extra_config NAME CMAKE_ARGS...: configure, build and run the suite. Labels left out: LEAVE_OUT
-# (default compile|fuzz|checked).
+# extra_config NAME OPTIMIZATION CMAKE_ARGS...: configure, build and run the suite. Labels left
+# out: LEAVE_OUT (default compile|fuzz|checked|workers).
 extra_config() {
-  local dir="build-test-$1"; shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEVCTX_ENABLE_CUDA=OFF \
-    -DDEVCTX_WARNINGS_AS_ERRORS=ON -DDEVCTX_BUILD_BENCH=OFF "$@" >/dev/null
+  local dir="build-test-$1" opt=$2; shift 2
+  cmake -S . -B "$dir" "${ci_build[@]}" "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" -DDEVCTX_ENABLE_CUDA=OFF \
+    -DDEVCTX_BUILD_BENCH=OFF "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" -LE "${LEAVE_OUT:-compile|fuzz|checked}"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" -LE "${LEAVE_OUT:-compile|fuzz|checked|workers}"
 }
 # Every fiber switch is announced to the sanitizer in these builds (fiber_annotated.cpp).
 # allocator_may_return_null=1: tests ask for absurd sizes on purpose and expect devctx's
 # out_of_memory error; ASan would otherwise abort on the request itself.
-section "ASan + UBSan"
+# DEVCTX_FIBER=boost: Boost.Context (the portable fallback for machines without devctx's own
+# switch) forced on x86-64, so that the whole suite runs on it here too (the native switch runs in
+# every other build). -Og: UBSan's checks make -O2 builds three times as slow to compile.
+section "ASan + UBSan, with the portable fiber switch (DEVCTX_FIBER=boost)"
 # -fno-sanitize=null: g++ 12 with address,undefined checks a reference to a thread_local for null
 # with a branch on flags that its `lea` never set, and reports a "member access within null
 # pointer" that is not there (the CPU backend's hot loops read its per-thread state through such
 # a reference: block.hpp's for_each_thread). A real null access still stops the run: ASan reports
 # the SEGV.
-ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 extra_config asan \
-  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize=null -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 extra_config asan -Og \
+  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize=null -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+  -DDEVCTX_FIBER=boost
 section "TSan"
 # Every fiber switch is announced to TSan too (fiber_annotated.cpp; fibers that finish or park
 # reuse their TSan fiber, see fiber_switch.hpp). -Wno-tsan: GCC warns that TSan does not model
@@ -112,11 +129,7 @@ section "TSan"
 # (large sizes: the suite covers the same code; so they are not built either, nor is the tool),
 # and the MPI tests (OpenMPI's own threads are not instrumented; their races would be reported
 # against it).
-LEAVE_OUT="compile|fuzz|checked|mpi" TSAN_OPTIONS="halt_on_error=1 allocator_may_return_null=1" \
-  extra_config tsan "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan" -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF
-# Boost.Context (the portable fallback) forced on x86-64: the whole test suite, as on AArch64
-# (the examples and the tool do not switch fibers in ways the tests do not: not built here).
-section "the portable fiber switch forced on x86-64 (DEVCTX_FIBER=boost)"
-extra_config boost -DDEVCTX_FIBER=boost -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF
+LEAVE_OUT="compile|fuzz|checked|workers|mpi" TSAN_OPTIONS="halt_on_error=1 allocator_may_return_null=1" \
+  extra_config tsan -O1 "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan" -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF
 section "AArch64: cross-built, the whole suite under qemu-user (scripts/cross-aarch64.sh)"
 bash scripts/cross-aarch64.sh build-test-aarch64

@@ -12,9 +12,8 @@
 #include "tool.hpp"
 
 namespace devctx_tool {
-namespace {
 
-std::string escape(const std::string& text) {
+std::string xml_escape(const std::string& text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
@@ -28,11 +27,14 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-std::string number(double v) {
+std::string svg_number(double v) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1f", v);
   return buffer;
 }
+
+namespace {
+
 
 std::string size_label(std::uint64_t size, const std::string& unit) {
   if (unit != "bytes") return std::to_string(size);
@@ -87,37 +89,37 @@ std::string bench_svg(const std::vector<BenchRow>& all_rows, const std::string& 
   const std::string unit = rows.empty() ? "bytes" : rows.front().unit;
 
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(width) + "\" height=\"" + number(height) +
-         "\" viewBox=\"0 0 " + number(width) + " " + number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" + svg_number(height) +
+         "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + number(left) + "\" y=\"24\" font-size=\"15\">" + escape(title) + "</text>\n";
+  svg += "<text x=\"" + svg_number(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
   // Axes, grid and tick labels.
   svg += "<g stroke=\"#ccc\">\n";
   for (int i = 0; i <= 5; ++i) {
     const double y = y_max * i / 5;
-    svg += "<line x1=\"" + number(left) + "\" x2=\"" + number(left + plot_w) + "\" y1=\"" + number(py(y)) +
-           "\" y2=\"" + number(py(y)) + "\"/>\n";
+    svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + plot_w) + "\" y1=\"" + svg_number(py(y)) +
+           "\" y2=\"" + svg_number(py(y)) + "\"/>\n";
   }
   svg += "</g>\n<g>\n";
   for (int i = 0; i <= 5; ++i) {
     const double y = y_max * i / 5;
     char label[32];
     std::snprintf(label, sizeof label, y_max >= 10 ? "%.0f" : "%.2f", y);
-    svg += "<text x=\"" + number(left - 6) + "\" y=\"" + number(py(y) + 4) + "\" text-anchor=\"end\">" + label +
+    svg += "<text x=\"" + svg_number(left - 6) + "\" y=\"" + svg_number(py(y) + 4) + "\" text-anchor=\"end\">" + label +
            "</text>\n";
   }
   for (int e = int(std::ceil(x_min)); e <= int(std::floor(x_max)); e += (x_max - x_min > 12 ? 2 : 1)) {
-    svg += "<text x=\"" + number(px(e)) + "\" y=\"" + number(top + plot_h + 18) + "\" text-anchor=\"middle\">" +
-           escape(size_label(std::uint64_t(1) << e, unit)) + "</text>\n";
+    svg += "<text x=\"" + svg_number(px(e)) + "\" y=\"" + svg_number(top + plot_h + 18) + "\" text-anchor=\"middle\">" +
+           xml_escape(size_label(std::uint64_t(1) << e, unit)) + "</text>\n";
   }
   svg += "</g>\n";
-  svg += "<line x1=\"" + number(left) + "\" y1=\"" + number(top + plot_h) + "\" x2=\"" + number(left + plot_w) +
-         "\" y2=\"" + number(top + plot_h) + "\" stroke=\"black\"/>\n";
-  svg += "<line x1=\"" + number(left) + "\" y1=\"" + number(top) + "\" x2=\"" + number(left) + "\" y2=\"" +
-         number(top + plot_h) + "\" stroke=\"black\"/>\n";
-  svg += "<text x=\"" + number(left + plot_w / 2) + "\" y=\"" + number(height - 16) + "\" text-anchor=\"middle\">" +
+  svg += "<line x1=\"" + svg_number(left) + "\" y1=\"" + svg_number(top + plot_h) + "\" x2=\"" + svg_number(left + plot_w) +
+         "\" y2=\"" + svg_number(top + plot_h) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + svg_number(left) + "\" y1=\"" + svg_number(top) + "\" x2=\"" + svg_number(left) + "\" y2=\"" +
+         svg_number(top + plot_h) + "\" stroke=\"black\"/>\n";
+  svg += "<text x=\"" + svg_number(left + plot_w / 2) + "\" y=\"" + svg_number(height - 16) + "\" text-anchor=\"middle\">" +
          (unit == "bytes" ? "size (log scale)" : "blocks (log scale)") + "</text>\n";
-  svg += "<text transform=\"translate(18 " + number(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+  svg += "<text transform=\"translate(18 " + svg_number(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
          (bandwidth ? "GB/s" : "microseconds per operation") + "</text>\n";
   // One polyline per series, and its legend entry.
   for (std::size_t s = 0; s < order.size(); ++s) {
@@ -125,14 +127,14 @@ std::string bench_svg(const std::vector<BenchRow>& all_rows, const std::string& 
     std::string points;
     for (const BenchRow* r : series[order[s]]) {
       if (!points.empty()) points += ' ';
-      points += number(px(std::log2(double(std::max<std::uint64_t>(r->size, 1))))) + "," + number(py(y_of(*r)));
+      points += svg_number(px(std::log2(double(std::max<std::uint64_t>(r->size, 1))))) + "," + svg_number(py(y_of(*r)));
     }
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(colour) + "\" stroke-width=\"2\" points=\"" + points +
-           "\"><title>" + escape(order[s]) + "</title></polyline>\n";
+           "\"><title>" + xml_escape(order[s]) + "</title></polyline>\n";
     const double ly = top + 10 + 20 * double(s);
-    svg += "<rect x=\"" + number(left + plot_w + 16) + "\" y=\"" + number(ly - 9) + "\" width=\"14\" height=\"4\" fill=\"" +
+    svg += "<rect x=\"" + svg_number(left + plot_w + 16) + "\" y=\"" + svg_number(ly - 9) + "\" width=\"14\" height=\"4\" fill=\"" +
            colour + "\"/>\n";
-    svg += "<text x=\"" + number(left + plot_w + 36) + "\" y=\"" + number(ly) + "\">" + escape(order[s]) + "</text>\n";
+    svg += "<text x=\"" + svg_number(left + plot_w + 36) + "\" y=\"" + svg_number(ly) + "\">" + xml_escape(order[s]) + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;

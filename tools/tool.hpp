@@ -36,6 +36,10 @@ int run_trace_summarize(const std::string& path);
 /// `devctx trace timeline FILE --svg OUT`: the device tracks of a trace drawn as an SVG
 /// timeline (one row per stream, one bar per operation). Returns an Exit code.
 int run_trace_timeline(const std::string& path, const std::string& svg_path);
+/// `text` with the characters XML gives a meaning to (& < > ") written as entities (svg_plot.cpp).
+[[nodiscard]] std::string xml_escape(const std::string& text);
+/// A coordinate or length in an SVG file: one decimal (svg_plot.cpp).
+[[nodiscard]] std::string svg_number(double v);
 
 struct BenchOptions {
   std::string suite = "all";          ///< transfers, launch, alloc or all

@@ -20,24 +20,6 @@ namespace {
 using devctx::trace::Direction;
 using devctx::trace::Kind;
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
-
-std::string num(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", v);
-  return buffer;
-}
-
 struct Style {
   const char* label;
   const char* colour;
@@ -88,18 +70,18 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
   auto x_of = [&](double us) { return left + (us - t0) / (t1 - t0) * plot_w; };
 
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-         "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" + svg_number(height) +
+         "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   char title[160];
   std::snprintf(title, sizeof title, "device timeline: %zu operations over %.3f ms", ops.size(), (t1 - t0) / 1000.0);
-  svg += "<text x=\"" + num(left) + "\" y=\"24\" font-size=\"15\">" + escape(title) + "</text>\n";
+  svg += "<text x=\"" + svg_number(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
   for (const auto& [key, row] : rows) {
     const double y = top + row_h * row;
-    svg += "<text x=\"8\" y=\"" + num(y + row_h / 2 + 4) + "\">" +
-           escape(key.first.substr(0, key.first.find(' ')) + " stream " + std::to_string(key.second)) + "</text>\n";
-    svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + plot_w) + "\" y1=\"" + num(y + row_h) + "\" y2=\"" +
-           num(y + row_h) + "\" stroke=\"#eee\"/>\n";
+    svg += "<text x=\"8\" y=\"" + svg_number(y + row_h / 2 + 4) + "\">" +
+           xml_escape(key.first.substr(0, key.first.find(' ')) + " stream " + std::to_string(key.second)) + "</text>\n";
+    svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + plot_w) + "\" y1=\"" + svg_number(y + row_h) + "\" y2=\"" +
+           svg_number(y + row_h) + "\" stroke=\"#eee\"/>\n";
   }
   std::map<std::string, const char*> legend;
   for (const auto& op : ops) {
@@ -110,24 +92,24 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
     const double w = std::max(0.5, x_of(*op.device_end_us) - x);
     char tip[96];
     std::snprintf(tip, sizeof tip, ": %.3f ms", (*op.device_end_us - *op.device_begin_us) / 1000.0);
-    svg += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(row_h - 10) +
-           "\" fill=\"" + s.colour + "\"><title>" + escape(op.name) + (op.bytes > 0 ? " " + bytes_text(op.bytes) : "") +
+    svg += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(row_h - 10) +
+           "\" fill=\"" + s.colour + "\"><title>" + xml_escape(op.name) + (op.bytes > 0 ? " " + bytes_text(op.bytes) : "") +
            tip + "</title></rect>\n";
   }
   const double axis_y = top + row_h * double(rows.size()) + 4;
-  svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + plot_w) + "\" y1=\"" + num(axis_y) + "\" y2=\"" +
-         num(axis_y) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + plot_w) + "\" y1=\"" + svg_number(axis_y) + "\" y2=\"" +
+         svg_number(axis_y) + "\" stroke=\"black\"/>\n";
   for (int i = 0; i <= 5; ++i) {
     const double us = t0 + (t1 - t0) * i / 5;
     char label[32];
     std::snprintf(label, sizeof label, "%.2f ms", (us - t0) / 1000.0);
-    svg += "<text x=\"" + num(x_of(us)) + "\" y=\"" + num(axis_y + 16) + "\" text-anchor=\"middle\">" + label +
+    svg += "<text x=\"" + svg_number(x_of(us)) + "\" y=\"" + svg_number(axis_y + 16) + "\" text-anchor=\"middle\">" + label +
            "</text>\n";
   }
   double lx = left;
   for (const auto& [label, colour] : legend) {
-    svg += "<rect x=\"" + num(lx) + "\" y=\"" + num(axis_y + 34) + "\" width=\"12\" height=\"12\" fill=\"" + colour +
-           "\"/>\n<text x=\"" + num(lx + 16) + "\" y=\"" + num(axis_y + 44) + "\">" + escape(label) + "</text>\n";
+    svg += "<rect x=\"" + svg_number(lx) + "\" y=\"" + svg_number(axis_y + 34) + "\" width=\"12\" height=\"12\" fill=\"" + colour +
+           "\"/>\n<text x=\"" + svg_number(lx + 16) + "\" y=\"" + svg_number(axis_y + 44) + "\">" + xml_escape(label) + "</text>\n";
     lx += 30 + 7.0 * double(label.size());
   }
   svg += "</svg>\n";

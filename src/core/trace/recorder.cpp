@@ -27,6 +27,14 @@ namespace devctx::detail::trace {
 
 std::atomic<bool> recording_flag{false};
 
+/// One recorded operation, with the events that time it on the device until they are read.
+/// Outside the anonymous namespace: OpScope::Pending (declared in the header) holds one.
+struct Entry {
+  devctx::trace::Operation op;
+  std::size_t track = 0;
+  std::shared_ptr<EventImpl> begin, end;  // until the device times are read
+};
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -41,12 +49,6 @@ struct DeviceTrack {
   std::shared_ptr<EventImpl> base;  // reached at host time base_us
   double base_us = 0;
   std::vector<std::weak_ptr<QueueImpl>> queues;  // stream n is queues[n - 1]
-};
-
-struct Entry {
-  Operation op;
-  std::size_t track = 0;
-  std::shared_ptr<EventImpl> begin, end;  // until the device times are read
 };
 
 // Leaked on purpose: operations may be recorded from destructors of static objects.
