@@ -43,13 +43,14 @@ full=cpu
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   full=cuda
-  ci_build+=("-DCMAKE_CUDA_FLAGS_RELEASE=-O2 -DNDEBUG")
 else
   echo "test: nvcc not found: building the CPU-only configuration only"
 fi
 # The whole suite (every label) in the full build: the CUDA one when nvcc is here.
 section "configuration $full (DEVCTX_ENABLE_CUDA=$([ $full = cuda ] && echo ON || echo OFF)): build, whole suite"
-cmake -S . -B "build-test-$full" "${ci_build[@]}" -DDEVCTX_ENABLE_CUDA=$([ $full = cuda ] && echo ON || echo OFF) >/dev/null
+cuda_flags=(-DDEVCTX_ENABLE_CUDA=OFF)
+[ $full = cuda ] && cuda_flags=(-DDEVCTX_ENABLE_CUDA=ON "-DCMAKE_CUDA_FLAGS_RELEASE=-O2 -DNDEBUG")
+cmake -S . -B "build-test-$full" "${ci_build[@]}" "${cuda_flags[@]}" >/dev/null
 cmake --build "build-test-$full" -j "$jobs"
 ctest --test-dir "build-test-$full" --output-on-failure -j "$jobs"
 if [ $full = cuda ]; then
