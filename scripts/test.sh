@@ -35,7 +35,7 @@ bash scripts/setup.sh
 # The tools tests validate `devctx bench --json` against its schema; here the schema is required.
 export DEVCTX_REQUIRE_JSONSCHEMA=1
 jobs=$(nproc)
-# Built for CI's time: -O2 without debug information (-g costs a third of the compile time),
+# Built for CI's time: -O2 without debug information (-g made a test file 36% slower to compile),
 # translation units built together (CMAKE_UNITY_BUILD), warnings as errors.
 ci_build=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG"
   -DCMAKE_UNITY_BUILD=ON -DDEVCTX_WARNINGS_AS_ERRORS=ON)
