@@ -2,6 +2,7 @@
 // tools/svg_plot.cpp - `devctx bench --plot FILE.svg`: a line chart of the bench's rows, written
 // as SVG text by the tool itself: x the size on a log2 scale, y GB/s (transfers) or
 // microseconds per operation (the other suites), one <polyline> per series, a legend.
+// It also holds the SVG text helpers (xml_escape, svg_number) that `devctx trace timeline` shares.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -34,7 +35,6 @@ std::string svg_number(double v) {
 }
 
 namespace {
-
 
 std::string size_label(std::uint64_t size, const std::string& unit) {
   if (unit != "bytes") return std::to_string(size);
