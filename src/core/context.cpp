@@ -21,9 +21,12 @@
 namespace devctx {
 namespace detail {
 
-std::string DeviceImpl::label() const {
-  const DeviceInfo& i = info();
-  return concat(to_string(i.api), ':', i.id, " (", i.name, ')');
+const std::string& DeviceImpl::label() const {
+  std::call_once(label_once_, [this] {
+    const DeviceInfo& i = info();
+    label_ = concat(to_string(i.api), ':', i.id, " (", i.name, ')');
+  });
+  return label_;
 }
 
 void QueueImpl::enable_checking() {

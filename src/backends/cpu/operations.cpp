@@ -38,10 +38,10 @@ void mark_changed_elements(check::ShadowRegistry& registry, const LaunchSpan& sp
 
 // ---- KernelOp -----------------------------------------------------------------------------------
 
-KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, std::size_t stack_bytes,
+KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::string& label, std::size_t stack_bytes,
                    std::size_t shared_limit, check::ShadowRegistry& registry, bool checked)
     : name_(launch.name),
-      device_label_(std::move(label)),
+      device_label_(&label),
       stack_bytes_(stack_bytes),
       shared_limit_(shared_limit),
       failure_slot_(1) {
@@ -146,7 +146,7 @@ void KernelOp::record_failure(BlockFailure&& failure) noexcept {
 BlockFailure KernelOp::failure_of_current_exception() const noexcept {
   BlockFailure failure{Errc::out_of_memory, {}};
   try {
-    const std::string where = concat("kernel '", name_, "' could not run on a worker of ", device_label_, ": ");
+    const std::string where = concat("kernel '", name_, "' could not run on a worker of ", *device_label_, ": ");
     try {
       throw;
     } catch (const Error& e) {
@@ -189,7 +189,7 @@ void KernelOp::print_trace() const {
     path = concat("cooperative fibers for ", cooperative_blocks_.load(), " of ", blocks_, " blocks (", why_, ")",
                   plain_blocks_ > 0 ? concat("; plain loop for the other ", plain_blocks_.load()) : std::string());
   std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %.3f ms from enqueue\n",
-               device_label_.c_str(), int(name_.size()), name_.data(), to_string(launch.config.grid_dim).c_str(),
+               device_label_->c_str(), int(name_.size()), name_.data(), to_string(launch.config.grid_dim).c_str(),
                to_string(launch.config.block_dim).c_str(), launch.config.shared_bytes, path.c_str(), ms);
 }
 

@@ -111,8 +111,9 @@ struct [[gnu::visibility("hidden")]] Op {
 struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   /// `registry`: the device's record of written device memory, which a checked launch reads and
   /// writes and an unchecked one keeps true (everything it may write counts as written).
-  /// `stack_bytes` and `shared_limit` make each thread's executor (BlockExecutor).
-  KernelOp(const KernelLaunch& launch, std::size_t workers, std::string label, std::size_t stack_bytes,
+  /// `stack_bytes` and `shared_limit` make each thread's executor (BlockExecutor). `label` is the
+  /// device's (DeviceImpl::label), which outlives the op: its queue holds the device.
+  KernelOp(const KernelLaunch& launch, std::size_t workers, const std::string& label, std::size_t stack_bytes,
            std::size_t shared_limit, check::ShadowRegistry& registry, bool checked);
   [[nodiscard]] bool can_run_here() noexcept override;
   void run_part(std::size_t part) noexcept override;
@@ -133,7 +134,7 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
 
   std::unique_ptr<std::byte, FreeDeleter> args_;  // the launch's arguments, copied at enqueue
   std::string name_;
-  std::string device_label_;
+  const std::string* device_label_;  // the device's label, named in failures and trace lines
   std::size_t stack_bytes_;
   std::size_t shared_limit_;
   BlockTask task_;
