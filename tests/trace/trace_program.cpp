@@ -7,7 +7,40 @@
 
 #include "support/test_kernels.hpp"
 
+namespace trace_names {
+namespace {
+DEVCTX_KERNEL void scoped_kernel(devctx::span<int> x) {
+  if (devctx::global_idx().x < x.size()) x[devctx::global_idx().x] = 1;
+}
+}  // namespace
+template <class T>
+DEVCTX_KERNEL void templated_kernel(devctx::span<T> x) {
+  if (devctx::global_idx().x < x.size()) x[devctx::global_idx().x] = T(3);
+}
+}  // namespace trace_names
+
+namespace {
+DEVCTX_KERNEL void top_scoped_kernel(devctx::span<int> x) {
+  if (devctx::global_idx().x < x.size()) x[devctx::global_idx().x] = 2;
+}
+}  // namespace
+
 namespace devctx_test {
+
+std::vector<std::string> scoped_kernel_names(devctx::DeviceContext& ctx) {
+  auto d = ctx.enqueue_create_buffer<int>(64);
+  devctx::trace::clear();
+  devctx::trace::start();
+  ctx.enqueue_function<trace_names::scoped_kernel>({.grid_dim = 1, .block_dim = 64}, d);
+  ctx.enqueue_function<top_scoped_kernel>({.grid_dim = 1, .block_dim = 64}, d);
+  ctx.enqueue_function<trace_names::templated_kernel<int>>({.grid_dim = 1, .block_dim = 64}, d);
+  ctx.synchronize();
+  devctx::trace::stop();
+  std::vector<std::string> names;
+  for (const auto& op : devctx::trace::operations())
+    if (op.kind == devctx::trace::Kind::kernel) names.push_back(op.name);
+  return names;
+}
 
 ProgramResult run_trace_program(devctx::DeviceContext& ctx, std::mt19937_64& rng) {
   using devctx::trace::Direction;

@@ -36,4 +36,9 @@ struct ProgramResult {
 /// Runs the program on `ctx` (recording must be on), synchronizes, and checks its results.
 ProgramResult run_trace_program(devctx::DeviceContext& ctx, std::mt19937_64& rng);
 
+/// Launches, with recording on, a kernel in an anonymous namespace inside a named one, one in a
+/// top-level anonymous namespace and a template instance in a named namespace, and returns the
+/// names the trace gives them, in that order.
+std::vector<std::string> scoped_kernel_names(devctx::DeviceContext& ctx);
+
 }  // namespace devctx_test

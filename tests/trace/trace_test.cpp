@@ -61,6 +61,14 @@ Recorded record_program(devctx::DeviceContext& ctx, std::mt19937_64& rng) {
 
 bool has_device_time(Kind k) { return k == Kind::copy || k == Kind::fill || k == Kind::kernel || k == Kind::wait; }
 
+TEST_P(Traced, KernelsAreNamedAsWrittenWithoutAnonymousNamespaces) {
+  // Each compiler spells an anonymous namespace its own way (GCC "{anonymous}", Clang
+  // "(anonymous namespace)", nvcc "_GLOBAL__N__<hash>_<file>"): left out, the name is the same
+  // on every backend and in profilers.
+  EXPECT_THAT(scoped_kernel_names(ctx()),
+              testing::ElementsAre("trace_names::scoped_kernel", "top_scoped_kernel", "trace_names::templated_kernel<int>"));
+}
+
 TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
   const Recorded r = record_program(ctx(), rng);
   ASSERT_TRUE(r.program.values_ok) << r.program.first_bad;

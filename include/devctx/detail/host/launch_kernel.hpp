@@ -21,10 +21,21 @@
 
 namespace devctx::detail {
 
-/// The kernel's name as written ("vector_add", "ns::scale<float>"), read from the compiler's
-/// description of this function's template argument.
+/// How many characters of `text` from `at` are an anonymous namespace and the "::" after it
+/// ("{anonymous}::" from GCC, "(anonymous namespace)::" from Clang, "_GLOBAL__N__<hash>_<file>::"
+/// from nvcc's front end), or 0.
+constexpr std::size_t anonymous_scope_length(std::string_view text, std::size_t at) {
+  const std::string_view rest = text.substr(at);
+  std::size_t scope = 0;
+  if (rest.starts_with("{anonymous}::")) scope = 11;
+  else if (rest.starts_with("(anonymous namespace)::")) scope = 21;
+  else if (rest.starts_with("_GLOBAL__N_")) scope = rest.find("::");
+  return scope == 0 || scope == std::string_view::npos ? 0 : scope + 2;
+}
+
+/// The kernel's name as the compiler describes this function's template argument.
 template <auto K>
-constexpr std::string_view kernel_name() {
+constexpr std::string_view compiler_kernel_name() {
   std::string_view text = __PRETTY_FUNCTION__;
   std::size_t begin = text.find("K = ");
   if (begin == std::string_view::npos) return "kernel";
@@ -32,12 +43,42 @@ constexpr std::string_view kernel_name() {
   std::size_t end = text.find_first_of(";]", begin);
   if (end == std::string_view::npos) end = text.size();
   text = text.substr(begin, end - begin);
-  while (!text.empty() && (text.front() == '&' || text.front() == '(' || text.front() == ' ')) text.remove_prefix(1);
+  while (!text.empty() && (text.front() == '&' || text.front() == ' ' ||
+                            (text.front() == '(' && !text.starts_with("(anonymous namespace)"))))
+    text.remove_prefix(1);
   while (!text.empty() && (text.back() == ')' || text.back() == ' ')) text.remove_suffix(1);
-  // nvcc names an anonymous namespace "_GLOBAL__N__<hash>_<file>"; keep only what follows it.
-  if (text.starts_with("_GLOBAL__N_"))
-    if (const std::size_t scope = text.find("::"); scope != std::string_view::npos) text.remove_prefix(scope + 2);
   return text;
+}
+
+/// The kernel's name as written, without anonymous namespaces, which each compiler spells its
+/// own way ("vector_add", "ns::scale<float>"; "tool::step" for tool::{anonymous}::step): the
+/// same on every backend, in traces, errors and profiler ranges.
+template <auto K>
+struct KernelName {
+  static constexpr std::string_view described = compiler_kernel_name<K>();
+  struct Text {
+    char chars[described.size() + 1] = {};
+    std::size_t size = 0;
+  };
+  static constexpr Text text = [] {
+    Text out;
+    for (std::size_t i = 0; i < described.size();) {
+      const bool starts_scope = i == 0 || described[i - 1] == ':' || described[i - 1] == '<' ||
+                                described[i - 1] == ' ' || described[i - 1] == ',' || described[i - 1] == '&';
+      if (const std::size_t skip = starts_scope ? anonymous_scope_length(described, i) : 0; skip != 0) {
+        i += skip;
+        continue;
+      }
+      out.chars[out.size++] = described[i++];
+    }
+    return out;
+  }();
+  static constexpr std::string_view value{text.chars, text.size};
+};
+
+template <auto K>
+constexpr std::string_view kernel_name() {
+  return KernelName<K>::value;
 }
 
 // ---- CPU backend runners (host code; nvcc's device pass parses but never emits them) -------------------------------------------------------------------
