@@ -34,6 +34,13 @@ void omp_empty_region() {
   }
 }
 
+void omp_empty_region(int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    if (omp_get_thread_num() < 0) std::abort();
+  }
+}
+
 namespace {
 /// [begin, end) of `bytes` for the calling thread of a parallel region.
 void share(std::size_t bytes, std::size_t& begin, std::size_t& end) {

@@ -89,9 +89,10 @@ double launch_us(devctx::DeviceContext& ctx, int reps) {
   return median(batches);
 }
 
-/// The launch row of a child process with `workers` workers, or a negative number.
-double launch_us_with(const char* self, int workers, int reps) {
-  const std::string command = "DEVCTX_CPU_THREADS=" + std::to_string(workers) + " '" + self +
+/// The launch row of a child process with `workers` workers and the environment words `env`
+/// (NAME=VALUE ...), or a negative number.
+double launch_us_with(const char* self, int workers, int reps, const std::string& env = "") {
+  const std::string command = env + " DEVCTX_CPU_THREADS=" + std::to_string(workers) + " '" + self +
                               "' --launch-only --reps " + std::to_string(reps);
   FILE* child = popen(command.c_str(), "r");
   if (child == nullptr) return -1;
@@ -169,16 +170,29 @@ int main(int argc, char** argv) {
   // ---- launch + synchronize of an empty kernel ----
   {
     const double all = launch_us(ctx, reps);
-    std::vector<double> t;
-    for (int r = 0; r < reps * 4; ++r) {
-      t.push_back(seconds_of([] {
-        for (int i = 0; i < 200; ++i) pool_bench::omp_empty_region();
-      }) / 200 * 1e6);
-    }
+    const auto omp_region_us = [&](int threads) {
+      std::vector<double> t;
+      for (int r = 0; r < reps * 4; ++r) {
+        t.push_back(seconds_of([&] {
+          for (int i = 0; i < 200; ++i) threads > 0 ? pool_bench::omp_empty_region(threads) : pool_bench::omp_empty_region();
+        }) / 200 * 1e6);
+      }
+      return median(t);
+    };
+    const double omp_all = omp_region_us(0), omp_two = omp_region_us(2);
     const double one = launch_us_with(argv[0], 1, reps), two = launch_us_with(argv[0], 2, reps);
+    const std::string no_spin = "DEVCTX_CPU_SPIN_US=0";
+    const double all_ns = launch_us_with(argv[0], int(workers), reps, no_spin);
+    const double one_ns = launch_us_with(argv[0], 1, reps, no_spin), two_ns = launch_us_with(argv[0], 2, reps, no_spin);
     std::printf("  empty launch + synchronize         devctx %8.2f us with %u workers (target <= 2 us)%s; "
-                "1 worker %.2f us, 2 workers %.2f us; an empty OpenMP parallel region %.2f us\n",
-                all, workers, all <= 2.0 ? "" : "  ABOVE TARGET", one, two, median(t));
+                "1 worker %.2f us, 2 workers %.2f us\n",
+                all, workers, all <= 2.0 ? "" : "  ABOVE TARGET", one, two);
+    std::printf("    with DEVCTX_CPU_SPIN_US=0 (no worker spins)       %.2f us with %u workers; 1 worker %.2f us, 2 workers %.2f us\n",
+                all_ns, workers, one_ns, two_ns);
+    std::printf("    yardsticks: an empty OpenMP parallel region %.2f us (%d threads), %.2f us (2 threads); a round trip\n"
+                "    between two threads through one cache line (both spinning) %.3f us, through condition variables %.2f us\n",
+                omp_all, pool_bench::omp_threads(), omp_two, pool_bench::spin_round_trip_us(reps * 4, 2000),
+                pool_bench::sleep_round_trip_us(reps * 4, 200));
   }
 
   // ---- copy and memset ----
