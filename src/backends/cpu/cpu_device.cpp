@@ -17,6 +17,7 @@
 #include "backends/cpu/settings.hpp"
 #include "core/errors.hpp"
 #include "core/memory.hpp"
+#include "core/thread_name.hpp"
 
 namespace devctx::detail {
 namespace cpu {
@@ -36,7 +37,8 @@ std::string cpu_model() {
   return "unknown processor";
 }
 
-void worker_main(Pool& pool, Pool::Sleeper& me) {
+void worker_main(Pool& pool, Pool::Sleeper& me, std::size_t index) {
+  name_this_thread("devctx-worker", index);
   // No block executor yet: a kernel's part makes it when the worker first runs one (and fails
   // that launch, not the worker, when it cannot). Copies and fills need none.
   std::unique_lock lock(pool.mutex);
@@ -208,7 +210,7 @@ CpuDevice::CpuDevice(int id, int count) : pool_(std::make_shared<Pool>()) {
   pool_->ids.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
     try {
-      pool_->threads.emplace_back([pool = pool_, i] { worker_main(*pool, pool->sleeper_slots[i]); });
+      pool_->threads.emplace_back([pool = pool_, i] { worker_main(*pool, pool->sleeper_slots[i], i); });
     } catch (const std::exception& e) {
       // A thread the system will not start (too many threads, or no memory for its stack):
       // the device does not exist, and neither do the workers it started.

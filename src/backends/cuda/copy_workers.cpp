@@ -3,6 +3,9 @@
 // (copy_workers.hpp).
 #include "backends/cuda/copy_workers.hpp"
 
+#include "backends/cuda/stream_copy.hpp"
+#include "core/thread_name.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -46,7 +49,11 @@ void CopyWorkers::spin_until(Done done) const noexcept {
 CopyWorkers::CopyWorkers(std::size_t threads, std::chrono::microseconds spin) : thread_count_(threads), spin_(spin) {
   threads_.reserve(threads);
   try {
-    for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+    for (std::size_t i = 0; i < threads; ++i)
+      threads_.emplace_back([this, i] {
+        name_this_thread("devctx-copy", i);
+        run();
+      });
   } catch (...) {
     // Could not start them all: stop those that did, and report.
     {
@@ -68,7 +75,7 @@ CopyWorkers::~CopyWorkers() {
   for (auto& t : threads_) t.join();
 }
 
-void CopyWorkers::submit(Job& job, void* dst, const void* src, std::size_t bytes) {
+void CopyWorkers::submit(Job& job, void* dst, const void* src, std::size_t bytes, bool streaming) {
   // As many pieces as there are threads to copy them (the workers and the finishing thread),
   // none below kMinPieceBytes; each piece a multiple of 64 bytes (a cache line) but the last.
   const std::size_t most = std::max<std::size_t>((bytes + kMinPieceBytes - 1) / kMinPieceBytes, 1);
@@ -80,6 +87,7 @@ void CopyWorkers::submit(Job& job, void* dst, const void* src, std::size_t bytes
     job.dst_ = static_cast<std::byte*>(dst);
     job.src_ = static_cast<const std::byte*>(src);
     job.bytes_ = bytes;
+    job.streaming_ = streaming;
     job.piece_bytes_ = std::max<std::size_t>(piece_bytes, 1);
     job.pieces_ = bytes == 0 ? 0 : (bytes + job.piece_bytes_ - 1) / job.piece_bytes_;
     job.claimed_ = 0;
@@ -107,7 +115,8 @@ void CopyWorkers::copy_piece(std::unique_lock<std::mutex>& lock, Job& job, std::
   const std::size_t offset = piece * job.piece_bytes_;
   const std::size_t bytes = std::min(job.piece_bytes_, job.bytes_ - offset);
   lock.unlock();
-  std::memcpy(job.dst_ + offset, job.src_ + offset, bytes);
+  if (job.streaming_) stream_copy(job.dst_ + offset, job.src_ + offset, bytes);
+  else std::memcpy(job.dst_ + offset, job.src_ + offset, bytes);
   lock.lock();
   // Notified under the mutex: the waiting thread sees the count only after this thread has let
   // go of the job, so the job may be gone as soon as the waiter returns.

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/core/thread_name.hpp - names devctx's own threads ("devctx-worker3", "devctx-copy0") so that
+// top -H, gdb, perf and /proc/PID/task/*/comm show what each one is.
+#pragma once
+
+#include <cstddef>
+
+namespace devctx::detail {
+
+/// Names the calling thread `prefix` followed by `index`, cut to the 15 characters Linux keeps.
+/// Does nothing where threads cannot be named; never fails.
+void name_this_thread(const char* prefix, std::size_t index) noexcept;
+
+}  // namespace devctx::detail
