@@ -22,7 +22,6 @@
 
 #include "backends/cuda/copy_workers.hpp"
 #include "backends/cuda/staging_engine.hpp"
-#include "backends/cuda/stream_copy.hpp"
 #include "fake_cuda_runtime.hpp"
 
 namespace {
@@ -37,9 +36,8 @@ std::vector<unsigned char> random_bytes(std::mt19937_64& rng, std::size_t n) {
   return v;
 }
 
-TransferSettings small_settings(std::size_t threads, std::size_t chunks = 4, bool streaming_stores = true) {
+TransferSettings small_settings(std::size_t threads, std::size_t chunks = 4) {
   TransferSettings s;
-  s.streaming_stores = streaming_stores;
   s.chunk_bytes = 64 << 10;
   s.staging_bytes = chunks * s.chunk_bytes;
   s.copy_threads = threads;
@@ -52,27 +50,6 @@ struct Stream {
   ~Stream() { (void)cudaStreamDestroy(handle); }
 };
 
-TEST(StreamCopy, CopiesEveryByteAtEveryAlignmentAndLeavesTheRest) {
-  std::mt19937_64 rng(11);
-  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{4095}, std::size_t{4096},
-                              std::size_t{4097}, std::size_t{4096 + 64 + 15}, (std::size_t{64} << 10) + 13}) {
-    const auto src = random_bytes(rng, n + 16);
-    for (std::size_t dst_offset = 0; dst_offset < 64; dst_offset += (n > 5000 ? 7 : 1)) {
-      for (const std::size_t src_offset : {std::size_t{0}, std::size_t{1}, std::size_t{8}, std::size_t{15}}) {
-        std::vector<unsigned char> dst(n + 128, 0xC3);
-        devctx::detail::cuda::stream_copy(dst.data() + dst_offset, src.data() + src_offset, n);
-        const bool same = std::equal(src.begin() + std::ptrdiff_t(src_offset), src.begin() + std::ptrdiff_t(src_offset + n),
-                                     dst.begin() + std::ptrdiff_t(dst_offset));
-        const bool before = std::all_of(dst.begin(), dst.begin() + std::ptrdiff_t(dst_offset), [](unsigned char b) { return b == 0xC3; });
-        const bool after = std::all_of(dst.begin() + std::ptrdiff_t(dst_offset + n), dst.end(), [](unsigned char b) { return b == 0xC3; });
-        ASSERT_TRUE(same && before && after) << n << " bytes, destination offset " << dst_offset << ", source offset "
-                                             << src_offset << (same ? "" : ": bytes differ") << (before ? "" : ": wrote before")
-                                             << (after ? "" : ": wrote after");
-      }
-    }
-  }
-}
-
 TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
   std::mt19937_64 rng(1);
   // Sleeping workers, and workers that wait actively inside an open session.
@@ -84,15 +61,12 @@ TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
     for (const std::size_t n : {std::size_t{1}, std::size_t{4095}, std::size_t{1} << 20, (std::size_t{5} << 20) + 77}) {
       const auto src = random_bytes(rng, n);
       std::vector<unsigned char> dst(n + 2, 0xA5);
-      for (const bool streaming : {false, true}) {
-        std::fill(dst.begin(), dst.end(), 0xA5);
-        CopyWorkers::Job job;
-        workers.submit(job, dst.data() + 1, src.data(), n, streaming);
-        workers.finish(job);
-        ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 1)) << n << " bytes, streaming " << streaming;
-        EXPECT_EQ(dst.front(), 0xA5);
-        EXPECT_EQ(dst.back(), 0xA5);
-      }
+      CopyWorkers::Job job;
+      workers.submit(job, dst.data() + 1, src.data(), n);
+      workers.finish(job);
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 1)) << n << " bytes";
+      EXPECT_EQ(dst.front(), 0xA5);
+      EXPECT_EQ(dst.back(), 0xA5);
     }
   }
 }
@@ -115,29 +89,26 @@ TEST(CopyWorkers, CancelLeavesNoWorkerOnTheMemory) {
 class Engine : public testing::TestWithParam<std::size_t> {};  // the number of copy threads
 
 TEST_P(Engine, UploadsAndDownloadsEverySize) {
-  for (const bool streaming_stores : {true, false}) {
-    SCOPED_TRACE(streaming_stores ? "uploads with non-temporal stores" : "uploads with memcpy");
-    StagingEngine engine(small_settings(GetParam(), 4, streaming_stores), nullptr);
-    Stream stream;
-    std::mt19937_64 rng(3 + GetParam());
-    const std::size_t chunk = 64 << 10;
-    for (const std::size_t n : {std::size_t{1}, chunk - 1, chunk, chunk + 1, 4 * chunk, 4 * chunk + 3, 13 * chunk + 999}) {
-      SCOPED_TRACE(std::to_string(n) + " bytes");
-      auto host = random_bytes(rng, n);
-      const auto expected = host;
-      std::vector<unsigned char> device(n, 0xA5);
-      ASSERT_TRUE(engine.upload(device.data(), host.data(), n, stream.handle).ok());
-      // Done on return, as the direct path is: on the device without a stream wait, and the
-      // source may be overwritten at once.
-      ASSERT_TRUE(device == expected);
-      std::fill(host.begin(), host.end(), 0x11);
-      ASSERT_EQ(cudaStreamSynchronize(stream.handle), cudaSuccess);
-      ASSERT_TRUE(device == expected);
-      // Download: written completely on return, without a stream wait.
-      std::vector<unsigned char> back(n, 0x5A);
-      ASSERT_TRUE(engine.download(back.data(), device.data(), n, stream.handle).ok());
-      ASSERT_TRUE(back == expected);
-    }
+  StagingEngine engine(small_settings(GetParam()), nullptr);
+  Stream stream;
+  std::mt19937_64 rng(3 + GetParam());
+  const std::size_t chunk = 64 << 10;
+  for (const std::size_t n : {std::size_t{1}, chunk - 1, chunk, chunk + 1, 4 * chunk, 4 * chunk + 3, 13 * chunk + 999}) {
+    SCOPED_TRACE(std::to_string(n) + " bytes");
+    auto host = random_bytes(rng, n);
+    const auto expected = host;
+    std::vector<unsigned char> device(n, 0xA5);
+    ASSERT_TRUE(engine.upload(device.data(), host.data(), n, stream.handle).ok());
+    // Done on return, as the direct path is: on the device without a stream wait, and the
+    // source may be overwritten at once.
+    ASSERT_TRUE(device == expected);
+    std::fill(host.begin(), host.end(), 0x11);
+    ASSERT_EQ(cudaStreamSynchronize(stream.handle), cudaSuccess);
+    ASSERT_TRUE(device == expected);
+    // Download: written completely on return, without a stream wait.
+    std::vector<unsigned char> back(n, 0x5A);
+    ASSERT_TRUE(engine.download(back.data(), device.data(), n, stream.handle).ok());
+    ASSERT_TRUE(back == expected);
   }
 }
 

@@ -36,7 +36,6 @@ class CopyWorkers {
     const std::byte* src_ = nullptr;
     std::size_t bytes_ = 0;
     std::size_t piece_bytes_ = 0;
-    bool streaming_ = false;  ///< copied with non-temporal stores (stream_copy)
     // Guarded by the pool's mutex.
     std::size_t pieces_ = 0;   ///< pieces that will be copied (lowered by cancel())
     std::size_t claimed_ = 0;  ///< pieces some thread has taken
@@ -66,9 +65,7 @@ class CopyWorkers {
   CopyWorkers& operator=(const CopyWorkers&) = delete;
 
   /// Queues `job`: `bytes` from `src` to `dst`, which do not overlap, and wakes workers for it.
-  /// `streaming`: with non-temporal stores (stream_copy), for a destination no host thread reads
-  /// next (staging memory the DMA engine reads).
-  void submit(Job& job, void* dst, const void* src, std::size_t bytes, bool streaming = false);
+  void submit(Job& job, void* dst, const void* src, std::size_t bytes);
   /// Copies pieces of `job` on the calling thread until none is left to take, then waits until
   /// the workers' pieces are done too: on return all of `dst` has been written.
   void finish(Job& job) noexcept;

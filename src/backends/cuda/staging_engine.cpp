@@ -110,9 +110,7 @@ class StagingEngine::Run {
 };
 
 StagingEngine::StagingEngine(const TransferSettings& settings, cudaMemPool_t host_pool)
-    : chunk_bytes_(settings.chunk_bytes),
-      streaming_stores_(settings.streaming_stores),
-      slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
+    : chunk_bytes_(settings.chunk_bytes), slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
   const std::size_t bytes = chunk_bytes_ * slots_.size();
   void* memory = nullptr;
   const auto operation = [&] { return concat("enqueue_copy (allocating ", bytes_text(bytes), " of page-locked staging memory)"); };
@@ -234,7 +232,7 @@ CudaCall StagingEngine::upload(void* dst, const void* src, std::size_t bytes, cu
     // this copy holds none).
     while (next < bytes && !run.full() && run.push(next, run.empty(), failure)) {
       Run::Chunk& c = run.at_back();
-      workers_.submit(c.job, run.memory(c), in + c.offset, c.bytes, streaming_stores_);
+      workers_.submit(c.job, run.memory(c), in + c.offset, c.bytes);
       c.copying = true;
       next += c.bytes;
     }
