@@ -54,6 +54,10 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+/// The cache line size assumed when keeping fields that one thread spins on apart from fields
+/// other threads write (64 bytes on x86-64 and on most AArch64 cores).
+inline constexpr std::size_t kCacheLine = 64;
+
 /// Takes `lock` (deferred, not owned), trying for a short while before blocking: the pool lock
 /// is held for well under a microsecond at a time, and a thread that blocks on it costs the
 /// thread releasing it a wake-up (microseconds on a virtual machine) and itself a reschedule.
@@ -123,16 +127,22 @@ struct [[gnu::visibility("hidden")]] Pool {
   /// or `until`; true when it saw an activation. Pool lock held on entry and exit.
   bool spin(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until) noexcept;
 
-  std::shared_ptr<SharedState> shared;
+  /// Counts dispatched ops (not an active op's turns): what a spinning worker watches, so that
+  /// an op taken by others before it looked does not send it round again. It and `stopping`,
+  /// the spinning worker's other read, have a cache line of their own: when they shared one
+  /// with the fields below, which every launch writes under the lock, each of those writes
+  /// first had to take the line back from the spinning reader (16-core H200 host, empty launch
+  /// + synchronize with 16 workers: see docs/cpu-backend.md, "The pool on many cores").
+  alignas(kCacheLine) std::atomic<std::uint64_t> activations{0};
+  std::atomic<bool> stopping{false};
+
+  alignas(kCacheLine) std::shared_ptr<SharedState> shared;
   std::mutex& mutex;  // shared->mutex
   Op* first_active = nullptr;
   Op* last_active = nullptr;
   /// How many ops are on the active list: read without the lock by spinning workers and by a
   /// thread deciding whether to take turns.
   std::atomic<std::size_t> active_count{0};
-  /// Counts dispatched ops (not an active op's turns): what a spinning worker watches, so that
-  /// an op taken by others before it looked does not send it round again.
-  std::atomic<std::uint64_t> activations{0};
   /// Threads attached to an op now (workers and helping host threads), at most `capacity`, so
   /// that the device never runs more threads than it has workers.
   std::size_t running = 0;
@@ -142,7 +152,6 @@ struct [[gnu::visibility("hidden")]] Pool {
   std::size_t spinning = 0;     // workers spinning now
   Sleeper* first_sleeper = nullptr;
   std::size_t sleepers = 0;
-  std::atomic<bool> stopping{false};
   std::unique_ptr<Sleeper[]> sleeper_slots;  // one per worker
   std::vector<std::thread> threads;
   std::vector<std::thread::id> ids;

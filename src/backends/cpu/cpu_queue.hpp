@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/cpu_device.hpp"  // kCacheLine
 #include "backends/cpu/operations.hpp"
 #include "core/backend.hpp"
 
@@ -86,9 +87,11 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   std::shared_ptr<CpuDevice> device_;
   std::deque<std::unique_ptr<Op>> ops_;
   std::uint64_t next_seq_ = 1;
-  /// Written under the pool lock; read without it by a waiting host thread that spins.
-  std::atomic<std::uint64_t> completed_{0};
-  bool head_dispatched_ = false;
+  /// Written under the pool lock; read without it by a waiting host thread that spins. On a
+  /// cache line of its own (kCacheLine), so that the spinning reads do not take away the line of
+  /// the fields the completing thread writes just before it (Pool::activations says why).
+  alignas(kCacheLine) std::atomic<std::uint64_t> completed_{0};
+  alignas(kCacheLine) bool head_dispatched_ = false;
   std::shared_ptr<CpuQueue> self_while_busy_;
   /// Failures not reported yet; each node came with its operation (KernelOp), so queueing a
   /// failure needs no memory.

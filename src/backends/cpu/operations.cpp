@@ -45,15 +45,20 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
       stack_bytes_(stack_bytes),
       shared_limit_(shared_limit),
       failure_slot_(1) {
-  const std::size_t align = std::max<std::size_t>(launch.args_align, 16);
-  args_.reset(static_cast<std::byte*>(std::aligned_alloc(align, (launch.args_size + align) / align * align)));
-  if (!args_) throw std::bad_alloc();
-  std::memcpy(args_.get(), launch.args, launch.args_size);
+  std::byte* args = inline_args_;
+  if (launch.args_size > sizeof inline_args_ || launch.args_align > alignof(decltype(inline_args_))) [[unlikely]] {
+    const std::size_t align = std::max<std::size_t>(launch.args_align, 16);
+    args_.reset(static_cast<std::byte*>(std::aligned_alloc(align, (launch.args_size + align) / align * align)));
+    if (!args_) throw std::bad_alloc();
+    args = args_.get();
+  }
+  std::memcpy(args, launch.args, launch.args_size);
   // The launch as enqueued, except what lives only as long as the enqueue call: the arguments
-  // and name are this op's copies, and the CUDA and buffer fields (never read here) are dropped.
+  // are this op's copy (the name is static), and the CUDA and buffer fields (never read here)
+  // are dropped.
   task_.launch = launch;
   task_.launch.name = name_;
-  task_.launch.args = args_.get();
+  task_.launch.args = args;
   task_.launch.cuda_args = nullptr;
   task_.launch.buffers = nullptr;
   task_.launch.buffer_count = 0;
@@ -67,7 +72,7 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
     tracking_ = std::make_unique<Tracking>(registry);
     std::vector<LaunchSpan>& spans = tracking_->checked.spans;
     spans.resize(launch.param_count);
-    spans.resize(launch.cpu_spans(args_.get(), spans.data()));
+    spans.resize(launch.cpu_spans(args, spans.data()));
     tracking_->checked.registry = &registry;
     task_.checked = &tracking_->checked;
     task_.launch.cpu_run_block = launch.cpu_run_block_checked;
@@ -79,7 +84,7 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
     tracking_ = std::make_unique<Tracking>(registry);
     std::vector<LaunchSpan>& writable = tracking_->writable;
     writable.resize(launch.param_count);
-    writable.resize(launch.cpu_spans(args_.get(), writable.data()));
+    writable.resize(launch.cpu_spans(args, writable.data()));
     std::erase_if(writable, [](const LaunchSpan& s) { return s.read_only; });
   }
   trace_ = trace_enabled();

@@ -115,6 +115,8 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   /// device's (DeviceImpl::label), which outlives the op: its queue holds the device.
   KernelOp(const KernelLaunch& launch, std::size_t workers, const std::string& label, std::size_t stack_bytes,
            std::size_t shared_limit, check::ShadowRegistry& registry, bool checked);
+  KernelOp(const KernelOp&) = delete;  // its launch points into it (inline_args_)
+  KernelOp& operator=(const KernelOp&) = delete;
   [[nodiscard]] bool can_run_here() noexcept override;
   void run_part(std::size_t part) noexcept override;
   void finish(std::list<QueuedFailure>& failures) noexcept override;
@@ -132,8 +134,11 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   [[nodiscard]] BlockFailure failure_of_current_exception() const noexcept;
   void print_trace() const;
 
-  std::unique_ptr<std::byte, FreeDeleter> args_;  // the launch's arguments, copied at enqueue
-  std::string name_;
+  // The launch's arguments, copied at enqueue: here when they fit (most kernels': a launch then
+  // allocates only its op), else in args_.
+  alignas(16) std::byte inline_args_[128];
+  std::unique_ptr<std::byte, FreeDeleter> args_;
+  std::string_view name_;  // KernelLaunch::name: static storage
   const std::string* device_label_;  // the device's label, named in failures and trace lines
   std::size_t stack_bytes_;
   std::size_t shared_limit_;

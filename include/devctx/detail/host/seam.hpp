@@ -71,7 +71,7 @@ struct LaunchSpan {
 
 /// Everything a backend needs to launch one kernel. Built by detail::launch_kernel.
 struct KernelLaunch {
-  std::string_view name;
+  std::string_view name;  ///< static storage (kernel_name): backends keep the view, not a copy
   LaunchConfig config;
   bool block_level = false;                       ///< kernel takes devctx::Block
   const void* args = nullptr;                     ///< the packed, mapped kernel arguments
