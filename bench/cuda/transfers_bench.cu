@@ -10,7 +10,7 @@
 //  2. Both directions at once on page-locked memory (two streams), devctx and raw.
 //  3. Sweeps of the staged path's settings (the device reopened with DEVCTX_CUDA_* set for each;
 //     phases, not alternated): staged vs direct from 64 KiB to 16 MiB, for the threshold; copy
-//     threads and chunk size at 256 MiB; the copy threads' spin; chunks ramped or not.
+//     threads and chunk size at 256 MiB; the copy threads' spin.
 //  4. The CPU time an idle context adds to its process once the staging engine has started (its
 //     threads sleep), against the same process idling before the context existed, per thread name.
 //
@@ -428,21 +428,6 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n");
-
-  std::printf("\n3d. pageable copies in chunks ramped up and down (DEVCTX_CUDA_STAGING_RAMP=1, the default) or of\n"
-              "    one slot each (=0), each after a raw pageable copy, two rounds in turn, GB/s H2D / D2H:\n");
-  for (const std::size_t n : {std::size_t{16} << 20, std::size_t{64} << 20, std::size_t{256} << 20, std::size_t{1} << 30}) {
-    std::printf("    %-8s", size_name(n).c_str());
-    for (int round = 0; round < 2; ++round) {
-      for (const char* on : {"1", "0"}) {
-        const Env e("DEVCTX_CUDA_STAGING_RAMP", on);
-        const auto m = measure(n, 5, true);
-        std::printf("  %s %5.1f / %5.1f", on[0] == '1' ? "ramp" : "flat", m[0], m[1]);
-        std::fflush(stdout);
-      }
-    }
-    std::printf("\n");
-  }
 
   // ---- 4. an idle context whose staging engine has started: its copy threads sleep -----------------
   // The same process idles for a second before the context exists (the CUDA runtime's own threads

@@ -36,9 +36,8 @@ std::vector<unsigned char> random_bytes(std::mt19937_64& rng, std::size_t n) {
   return v;
 }
 
-TransferSettings small_settings(std::size_t threads, std::size_t chunks = 4, bool ramp = true) {
+TransferSettings small_settings(std::size_t threads, std::size_t chunks = 4) {
   TransferSettings s;
-  s.ramp = ramp;
   s.chunk_bytes = 64 << 10;
   s.staging_bytes = chunks * s.chunk_bytes;
   s.copy_threads = threads;
@@ -50,45 +49,6 @@ struct Stream {
   Stream() { EXPECT_EQ(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking), cudaSuccess); }
   ~Stream() { (void)cudaStreamDestroy(handle); }
 };
-
-TEST(StagingChunks, CoverTheCopyExactlyAndRampUpAndDown) {
-  std::mt19937_64 rng(12);
-  const std::size_t mib = std::size_t{1} << 20;
-  std::vector<std::size_t> totals = {1, 63, 64, 65, mib, 8 * mib - 1, 8 * mib, 8 * mib + 1, 16 * mib, 256 * mib, 256 * mib + 77};
-  for (int i = 0; i < 200; ++i) totals.push_back(1 + rng() % (300 * mib));
-  for (const std::size_t chunk : {std::size_t{64} << 10, 8 * mib, 16 * mib}) {
-    for (const std::size_t total : totals) {
-      for (const bool ramp : {true, false}) {
-        SCOPED_TRACE(std::to_string(total) + " bytes in chunks of " + std::to_string(chunk) + (ramp ? ", ramp" : ""));
-        std::vector<std::size_t> sizes;
-        for (std::size_t offset = 0; offset < total;) {
-          const std::size_t bytes = StagingEngine::chunk_at(offset, total, chunk, ramp);
-          ASSERT_GE(bytes, 1u);
-          ASSERT_LE(bytes, chunk);
-          ASSERT_LE(bytes, total - offset);
-          sizes.push_back(bytes);
-          offset += bytes;
-          if (offset < total) { ASSERT_EQ(bytes % 64, 0u) << "chunk " << sizes.size(); }
-          ASSERT_LE(sizes.size(), total / chunk + 20) << "too many chunks";
-        }
-        if (!ramp) {
-          for (std::size_t k = 0; k + 1 < sizes.size(); ++k) ASSERT_EQ(sizes[k], chunk);
-          continue;
-        }
-        // The first and last chunks are at most an eighth of a slot (rounded to 64 bytes); no
-        // chunk is more than twice the one before it, nor more than twice the one after it (but
-        // for the one before the last, which may be a remainder of any size).
-        const std::size_t eighth = std::max<std::size_t>((chunk / 8 + 63) / 64 * 64, 64);
-        EXPECT_LE(sizes.front(), eighth);
-        EXPECT_LE(sizes.back(), eighth);
-        for (std::size_t k = 1; k < sizes.size(); ++k) {
-          EXPECT_LE(sizes[k], 2 * sizes[k - 1] + 64) << "chunk " << k;
-          if (k + 2 < sizes.size()) { EXPECT_LE(sizes[k], 2 * sizes[k + 1] + 128) << "chunk " << k; }
-        }
-      }
-    }
-  }
-}
 
 TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
   std::mt19937_64 rng(1);
@@ -129,29 +89,26 @@ TEST(CopyWorkers, CancelLeavesNoWorkerOnTheMemory) {
 class Engine : public testing::TestWithParam<std::size_t> {};  // the number of copy threads
 
 TEST_P(Engine, UploadsAndDownloadsEverySize) {
-  for (const bool ramp : {true, false}) {
-    SCOPED_TRACE(ramp ? "chunks ramped up and down" : "chunks of one slot");
-    StagingEngine engine(small_settings(GetParam(), 4, ramp), nullptr);
-    Stream stream;
-    std::mt19937_64 rng(3 + GetParam());
-    const std::size_t chunk = 64 << 10;
-    for (const std::size_t n : {std::size_t{1}, chunk - 1, chunk, chunk + 1, 4 * chunk, 4 * chunk + 3, 13 * chunk + 999}) {
-      SCOPED_TRACE(std::to_string(n) + " bytes");
-      auto host = random_bytes(rng, n);
-      const auto expected = host;
-      std::vector<unsigned char> device(n, 0xA5);
-      ASSERT_TRUE(engine.upload(device.data(), host.data(), n, stream.handle).ok());
-      // Done on return, as the direct path is: on the device without a stream wait, and the
-      // source may be overwritten at once.
-      ASSERT_TRUE(device == expected);
-      std::fill(host.begin(), host.end(), 0x11);
-      ASSERT_EQ(cudaStreamSynchronize(stream.handle), cudaSuccess);
-      ASSERT_TRUE(device == expected);
-      // Download: written completely on return, without a stream wait.
-      std::vector<unsigned char> back(n, 0x5A);
-      ASSERT_TRUE(engine.download(back.data(), device.data(), n, stream.handle).ok());
-      ASSERT_TRUE(back == expected);
-    }
+  StagingEngine engine(small_settings(GetParam()), nullptr);
+  Stream stream;
+  std::mt19937_64 rng(3 + GetParam());
+  const std::size_t chunk = 64 << 10;
+  for (const std::size_t n : {std::size_t{1}, chunk - 1, chunk, chunk + 1, 4 * chunk, 4 * chunk + 3, 13 * chunk + 999}) {
+    SCOPED_TRACE(std::to_string(n) + " bytes");
+    auto host = random_bytes(rng, n);
+    const auto expected = host;
+    std::vector<unsigned char> device(n, 0xA5);
+    ASSERT_TRUE(engine.upload(device.data(), host.data(), n, stream.handle).ok());
+    // Done on return, as the direct path is: on the device without a stream wait, and the
+    // source may be overwritten at once.
+    ASSERT_TRUE(device == expected);
+    std::fill(host.begin(), host.end(), 0x11);
+    ASSERT_EQ(cudaStreamSynchronize(stream.handle), cudaSuccess);
+    ASSERT_TRUE(device == expected);
+    // Download: written completely on return, without a stream wait.
+    std::vector<unsigned char> back(n, 0x5A);
+    ASSERT_TRUE(engine.download(back.data(), device.data(), n, stream.handle).ok());
+    ASSERT_TRUE(back == expected);
   }
 }
 

@@ -29,18 +29,6 @@ constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 
 }  // namespace
 
-std::size_t StagingEngine::chunk_at(std::size_t offset, std::size_t total, std::size_t chunk, bool ramp) noexcept {
-  const std::size_t left = total - offset;
-  if (!ramp) return std::min(chunk, left);
-  const auto round_up = [](std::size_t n) { return (n + 63) / 64 * 64; };
-  const std::size_t smallest = std::max<std::size_t>(round_up(chunk / 8), 64);
-  // Up: as large as what went before (an eighth of a slot, an eighth, a quarter, a half, a slot).
-  std::size_t bytes = std::min(chunk, std::max(smallest, round_up(offset)));
-  // Down: at most half of what is left, so that the last chunks halve to an eighth of a slot.
-  bytes = std::min(bytes, std::max(smallest, round_up((left + 1) / 2)));
-  return std::min(bytes, left);
-}
-
 /// One staged copy in progress: the slots it holds, in chunk order, and what each is doing.
 /// Whatever way the copy ends (done, a failed call, an exception), its destructor leaves no
 /// copy thread on the caller's memory and gives every slot back in a state that is true.
@@ -98,7 +86,7 @@ class StagingEngine::Run {
     Chunk& c = at(count_);
     c.slot = *slot;
     c.offset = offset;
-    c.bytes = chunk_at(offset, total_, engine_.chunk_bytes_, engine_.ramp_);
+    c.bytes = std::min(engine_.chunk_bytes_, total_ - offset);
     c.copying = c.dma = c.recorded = false;
     ++count_;
     return true;
@@ -122,7 +110,7 @@ class StagingEngine::Run {
 };
 
 StagingEngine::StagingEngine(const TransferSettings& settings, cudaMemPool_t host_pool)
-    : chunk_bytes_(settings.chunk_bytes), ramp_(settings.ramp), slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
+    : chunk_bytes_(settings.chunk_bytes), slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
   const std::size_t bytes = chunk_bytes_ * slots_.size();
   void* memory = nullptr;
   const auto operation = [&] { return concat("enqueue_copy (allocating ", bytes_text(bytes), " of page-locked staging memory)"); };

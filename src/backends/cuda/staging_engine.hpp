@@ -41,14 +41,6 @@ class StagingEngine {
   /// Returns once all of `dst` has been written; a failed call as upload() does.
   [[nodiscard]] CudaCall download(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
 
-  /// The size of the chunk that starts at `offset` of a staged copy of `total` bytes with slots
-  /// of `chunk` bytes. With `ramp`, chunks start at an eighth of a slot and double up to a slot,
-  /// and halve again towards the end: the first chunk, which nothing overlaps (an upload's first
-  /// fill, a download's first DMA), and the last one (an upload's last DMA, a download's last
-  /// copy-out) are small. Without, every chunk is a slot but the last. Sizes are multiples of 64
-  /// bytes but the last; the chunks cover `total` exactly.
-  [[nodiscard]] static std::size_t chunk_at(std::size_t offset, std::size_t total, std::size_t chunk, bool ramp) noexcept;
-
  private:
   class Run;
   enum class SlotState : unsigned char { free, owned, pending, lost };
@@ -67,7 +59,6 @@ class StagingEngine {
   void release(std::size_t slot, SlotState state) noexcept;
 
   std::size_t chunk_bytes_;
-  bool ramp_;  ///< DEVCTX_CUDA_STAGING_RAMP
   cudaMemPool_t pool_ = nullptr;       ///< where memory_ came from (null: cudaHostAlloc)
   cudaStream_t pool_stream_ = nullptr;  ///< the stream memory_ is allocated and freed on (pool only)
   std::byte* memory_ = nullptr;

@@ -39,7 +39,6 @@ TransferSettings read_transfer_settings() {
                             "host threads of one GPU that copy between pageable and staging memory");
   s.spin_us = env_size("DEVCTX_CUDA_COPY_SPIN_US", s.spin_us, 0, 100'000, SizeUnit::count,
                        "microseconds a copy thread waits actively for the next chunk of a staged copy before it sleeps");
-  s.ramp = env_flag("DEVCTX_CUDA_STAGING_RAMP", s.ramp);
   if (s.chunks() < 2)
     fail(Errc::invalid_argument, "DEVCTX_CUDA_STAGING_BYTES (", bytes_text(s.staging_bytes),
          ") holds fewer than two chunks of DEVCTX_CUDA_STAGING_CHUNK_BYTES (", bytes_text(s.chunk_bytes),

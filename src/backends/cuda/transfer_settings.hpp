@@ -5,8 +5,7 @@
 // (DEVCTX_CUDA_STAGING_THRESHOLD), with how much page-locked staging memory in chunks of which
 // size (DEVCTX_CUDA_STAGING_BYTES, DEVCTX_CUDA_STAGING_CHUNK_BYTES), how many copy threads
 // (DEVCTX_CUDA_COPY_THREADS) and how long they wait actively for the next chunk of a copy in
-// progress before they sleep (DEVCTX_CUDA_COPY_SPIN_US), and whether a copy's first and last
-// chunks are smaller (DEVCTX_CUDA_STAGING_RAMP). docs/cuda-backend.md documents them. Private to src/backends/cuda/.
+// progress before they sleep (DEVCTX_CUDA_COPY_SPIN_US). docs/cuda-backend.md documents them. Private to src/backends/cuda/.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +19,6 @@ struct TransferSettings {
   std::size_t staging_bytes = std::size_t{64} << 20;  ///< all chunks together
   std::size_t copy_threads = 1;               ///< host threads besides the caller
   std::size_t spin_us = 500;                  ///< active wait for the next chunk during a copy
-  bool ramp = true;                           ///< first and last chunks smaller (StagingEngine::chunk_at)
 
   /// How many chunks the staging memory holds (at least 2: one filling while one moves).
   [[nodiscard]] std::size_t chunks() const noexcept { return staging_bytes / chunk_bytes; }
