@@ -53,9 +53,9 @@ def main() -> int:
         diff = "-" if got is None or ms == 0 else f"{100 * (got - ms) / ms:+.1f}%"
         print(f"{name:<28}{ms:>18.3f}{(got if got is not None else float('nan')):>12.3f}{diff:>12}{'' if ok else '  MISSED'}")
     if failed or len(printed) != 5:
-        print(f"check_demo_trace: FAILED ({failed} steps outside 5%, {len(printed)} steps read from the demo)")
+        print(f"check_demo_trace: FAILED ({failed} steps outside 5% + 1 us, {len(printed)} steps read from the demo)")
         return 1
-    print("check_demo_trace: the trace's device times agree with the demo's events within 5%")
+    print("check_demo_trace: the trace's device times agree with the demo's events within 5% + 1 us (CUDA events resolve about 0.5 us)")
     return 0
 
 
