@@ -5,7 +5,9 @@
 // (memory.hpp), and the formatting of byte counts and launches (text.hpp).
 #include <cstddef>
 #include <cstdint>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -143,6 +145,29 @@ TEST(Text, BytesAreWrittenOneWay) {
   EXPECT_EQ(detail::bytes_text(1572864), "1.5 MiB (1572864 bytes)");
   EXPECT_EQ(detail::bytes_text(std::size_t{1} << 60), "1.0 EiB (1152921504606846976 bytes)");
   EXPECT_EQ(detail::bytes_text(SIZE_MAX), "16.0 EiB (18446744073709551615 bytes)");
+}
+
+TEST(Text, ConcatWritesEveryPartAsAStreamWould) {
+  // Text and integers take a path without a stream; everything else goes through one. Each part
+  // must come out as `std::ostringstream <<` writes it.
+  const std::string text = "text";
+  const std::string_view view = "view";
+  const char array[] = "array";
+  const unsigned char byte = 'u';
+  const signed char sbyte = 's';
+  const auto streamed = [](const auto&... parts) {
+    std::ostringstream out;
+    (out << ... << parts);
+    return out.str();
+  };
+  EXPECT_EQ(detail::concat(text, ' ', view, array, "literal", byte, sbyte),
+            streamed(text, ' ', view, array, "literal", byte, sbyte));
+  EXPECT_EQ(detail::concat(0, -1, 42u, -9223372036854775807LL - 1, SIZE_MAX, short{-7}, true, false),
+            streamed(0, -1, 42u, -9223372036854775807LL - 1, SIZE_MAX, short{-7}, true, false));
+  const void* pointer = &text;
+  EXPECT_EQ(detail::concat(1.5, 0.1f, 1e300, pointer), streamed(1.5, 0.1f, 1e300, pointer));
+  EXPECT_EQ(detail::concat(), "");
+  EXPECT_EQ(detail::concat(-12345, " of ", std::size_t{67890}), "-12345 of 67890");
 }
 
 TEST(Text, LaunchesAreNamedOneWay) {

@@ -2,7 +2,7 @@
 // src/core/text.cpp - the formatting of values in messages and tool output (see text.hpp).
 #include "core/text.hpp"
 
-#include <cstdio>
+#include <charconv>
 #include <iterator>
 
 #include <devctx/device_info.hpp>
@@ -31,9 +31,11 @@ std::string bytes_text(std::size_t bytes) {
     ++unit;
   }
   if (unit == 0) return concat(bytes, " bytes");
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f %s (%zu bytes)", value, units[unit], bytes);
-  return text;
+  // to_chars, not snprintf: the same exactly rounded "%.1f", without a format string to parse
+  // (a CUDA copy's NVTX name is built with this; devctx_bench_nvtx_cost).
+  char rounded[32];
+  const auto end = std::to_chars(rounded, rounded + sizeof rounded, value, std::chars_format::fixed, 1).ptr;
+  return concat(std::string_view(rounded, std::size_t(end - rounded)), ' ', units[unit], " (", bytes, " bytes)");
 }
 
 std::string launch_operation(std::string_view kernel) { return concat("enqueue_function<", kernel, '>'); }
