@@ -6,6 +6,9 @@
 #include "support/test_support.hpp"
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -23,6 +26,18 @@ namespace {
 
 std::string env_text(Api api, int id) { return std::string(devctx::to_string(api)) + ":" + std::to_string(id); }
 
+/// The names of this process's threads (Linux: /proc/self/task/*/comm).
+std::set<std::string> thread_names() {
+  std::set<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name)) names.insert(name);
+  }
+  return names;
+}
+
 }  // namespace
 
 // ---- device selection and properties ------------------------------------------------------------
@@ -34,6 +49,17 @@ TEST(DeviceCount, CpuIsAlwaysOneAndCudaMatchesTheBuild) {
   if (!devctx_test::cuda_built()) {
     EXPECT_EQ(cuda, 0) << "devctx was built without CUDA";
   }
+}
+
+TEST(DeviceThreads, CpuWorkersAreNamedForTools) {
+#if !defined(__linux__)
+  GTEST_SKIP() << "thread names are read from /proc";
+#endif
+  DeviceContext ctx{Api::cpu};
+  const auto names = thread_names();
+  ASSERT_FALSE(names.empty()) << "/proc/self/task could not be read";
+  for (unsigned i = 0; i < ctx.info().multiprocessors; ++i)
+    EXPECT_EQ(names.count("devctx-worker" + std::to_string(i)), 1u) << "worker " << i << " of " << ctx.info().multiprocessors;
 }
 
 TEST(DeviceSelection, ExplicitCpuDevice) {

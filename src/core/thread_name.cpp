@@ -10,12 +10,13 @@
 
 namespace devctx::detail {
 
-void name_this_thread(const char* prefix, std::size_t index) noexcept {
+void name_thread(std::thread& thread, const char* prefix, std::size_t index) noexcept {
 #if defined(__linux__)
   char name[16];  // Linux keeps 15 characters and the terminating zero
   std::snprintf(name, sizeof name, "%s%zu", prefix, index);
-  (void)pthread_setname_np(pthread_self(), name);
+  (void)pthread_setname_np(thread.native_handle(), name);
 #else
+  (void)thread;
   (void)prefix;
   (void)index;
 #endif

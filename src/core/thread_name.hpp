@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstddef>
+#include <thread>
 
 namespace devctx::detail {
 
-/// Names the calling thread `prefix` followed by `index`, cut to the 15 characters Linux keeps.
-/// Does nothing where threads cannot be named; never fails.
-void name_this_thread(const char* prefix, std::size_t index) noexcept;
+/// Names `thread` `prefix` followed by `index`, cut to the 15 characters Linux keeps. Called by
+/// the thread that started it, so that the name is there as soon as the thread exists. Does
+/// nothing where threads cannot be named; never fails.
+void name_thread(std::thread& thread, const char* prefix, std::size_t index) noexcept;
 
 }  // namespace devctx::detail

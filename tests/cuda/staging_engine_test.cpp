@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -69,6 +71,22 @@ TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
       EXPECT_EQ(dst.back(), 0xA5);
     }
   }
+}
+
+TEST(CopyWorkers, ThreadsAreNamedForTools) {
+#if !defined(__linux__)
+  GTEST_SKIP() << "thread names are read from /proc";
+#endif
+  const CopyWorkers workers(3, std::chrono::microseconds(0));
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name)) names.push_back(name);
+  }
+  for (const char* want : {"devctx-copy0", "devctx-copy1", "devctx-copy2"})
+    EXPECT_EQ(std::count(names.begin(), names.end(), want), 1) << want;
 }
 
 TEST(CopyWorkers, CancelLeavesNoWorkerOnTheMemory) {

@@ -37,8 +37,7 @@ std::string cpu_model() {
   return "unknown processor";
 }
 
-void worker_main(Pool& pool, Pool::Sleeper& me, std::size_t index) {
-  name_this_thread("devctx-worker", index);
+void worker_main(Pool& pool, Pool::Sleeper& me) {
   // No block executor yet: a kernel's part makes it when the worker first runs one (and fails
   // that launch, not the worker, when it cannot). Copies and fills need none.
   std::unique_lock lock(pool.mutex);
@@ -210,7 +209,8 @@ CpuDevice::CpuDevice(int id, int count) : pool_(std::make_shared<Pool>()) {
   pool_->ids.reserve(workers);
   for (std::size_t i = 0; i < workers; ++i) {
     try {
-      pool_->threads.emplace_back([pool = pool_, i] { worker_main(*pool, pool->sleeper_slots[i], i); });
+      pool_->threads.emplace_back([pool = pool_, i] { worker_main(*pool, pool->sleeper_slots[i]); });
+      name_thread(pool_->threads.back(), "devctx-worker", i);
     } catch (const std::exception& e) {
       // A thread the system will not start (too many threads, or no memory for its stack):
       // the device does not exist, and neither do the workers it started.

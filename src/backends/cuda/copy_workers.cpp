@@ -48,11 +48,10 @@ void CopyWorkers::spin_until(Done done) const noexcept {
 CopyWorkers::CopyWorkers(std::size_t threads, std::chrono::microseconds spin) : thread_count_(threads), spin_(spin) {
   threads_.reserve(threads);
   try {
-    for (std::size_t i = 0; i < threads; ++i)
-      threads_.emplace_back([this, i] {
-        name_this_thread("devctx-copy", i);
-        run();
-      });
+    for (std::size_t i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] { run(); });
+      name_thread(threads_.back(), "devctx-copy", i);
+    }
   } catch (...) {
     // Could not start them all: stop those that did, and report.
     {
