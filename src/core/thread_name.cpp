@@ -2,7 +2,8 @@
 // src/core/thread_name.cpp - names devctx's own threads (thread_name.hpp).
 #include "core/thread_name.hpp"
 
-#include <cstdio>
+#include <algorithm>
+#include <string>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -12,9 +13,13 @@ namespace devctx::detail {
 
 void name_thread(std::thread& thread, const char* prefix, std::size_t index) noexcept {
 #if defined(__linux__)
-  char name[16];  // Linux keeps 15 characters and the terminating zero
-  std::snprintf(name, sizeof name, "%s%zu", prefix, index);
-  (void)pthread_setname_np(thread.native_handle(), name);
+  try {
+    std::string name = prefix + std::to_string(index);
+    name.resize(std::min<std::size_t>(name.size(), 15));  // Linux keeps 15 characters
+    (void)pthread_setname_np(thread.native_handle(), name.c_str());
+  } catch (...) {
+    // no memory for a name: the thread stays unnamed
+  }
 #else
   (void)thread;
   (void)prefix;
