@@ -4,11 +4,10 @@
 // DeviceInfo.
 #include "support/test_kernels.hpp"
 #include "support/test_support.hpp"
+#include "support/thread_names.hpp"
 
+#include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -25,18 +24,6 @@ using devctx_test::ScopedEnv;
 namespace {
 
 std::string env_text(Api api, int id) { return std::string(devctx::to_string(api)) + ":" + std::to_string(id); }
-
-/// The names of this process's threads (Linux: /proc/self/task/*/comm).
-std::set<std::string> thread_names() {
-  std::set<std::string> names;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
-    std::ifstream comm(entry.path() / "comm");
-    std::string name;
-    if (std::getline(comm, name)) names.insert(name);
-  }
-  return names;
-}
 
 }  // namespace
 
@@ -56,10 +43,11 @@ TEST(DeviceThreads, CpuWorkersAreNamedForTools) {
   GTEST_SKIP() << "thread names are read from /proc";
 #endif
   DeviceContext ctx{Api::cpu};
-  const auto names = thread_names();
+  const auto names = devctx_test::thread_names();
   ASSERT_FALSE(names.empty()) << "/proc/self/task could not be read";
   for (unsigned i = 0; i < ctx.info().multiprocessors; ++i)
-    EXPECT_EQ(names.count("devctx-worker" + std::to_string(i)), 1u) << "worker " << i << " of " << ctx.info().multiprocessors;
+    EXPECT_EQ(std::count(names.begin(), names.end(), "devctx-worker" + std::to_string(i)), 1)
+        << "worker " << i << " of " << ctx.info().multiprocessors;
 }
 
 TEST(DeviceSelection, ExplicitCpuDevice) {

@@ -14,8 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -24,6 +22,7 @@
 
 #include "backends/cuda/copy_workers.hpp"
 #include "backends/cuda/staging_engine.hpp"
+#include "../support/thread_names.hpp"
 #include "fake_cuda_runtime.hpp"
 
 namespace {
@@ -78,13 +77,7 @@ TEST(CopyWorkers, ThreadsAreNamedForTools) {
   GTEST_SKIP() << "thread names are read from /proc";
 #endif
   const CopyWorkers workers(3, std::chrono::microseconds(0));
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
-    std::ifstream comm(entry.path() / "comm");
-    std::string name;
-    if (std::getline(comm, name)) names.push_back(name);
-  }
+  const auto names = devctx_test::thread_names();
   for (const char* want : {"devctx-copy0", "devctx-copy1", "devctx-copy2"})
     EXPECT_EQ(std::count(names.begin(), names.end(), want), 1) << want;
 }
