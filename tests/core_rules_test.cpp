@@ -167,6 +167,8 @@ TEST(Text, ConcatWritesEveryPartAsAStreamWould) {
   const void* pointer = &text;
   EXPECT_EQ(detail::concat(1.5, 0.1f, 1e300, pointer), streamed(1.5, 0.1f, 1e300, pointer));
   EXPECT_EQ(detail::concat(), "");
+  const char* null_text = nullptr;
+  EXPECT_EQ(detail::concat("before ", null_text, " after"), "before (null) after");
   EXPECT_EQ(detail::concat(-12345, " of ", std::size_t{67890}), "-12345 of 67890");
 }
 

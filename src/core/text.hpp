@@ -17,20 +17,23 @@
 namespace devctx::detail {
 
 /// Appends `part` to `out` as `std::ostream <<` would write it: text and characters as they are,
-/// integers in decimal (bool as 1 or 0), anything else through a stream. Text and integers skip
+/// integers in decimal (bool as 1 or 0), anything else through a stream; a null `const char*`
+/// as "(null)" (a stream would drop it and everything after it). Text and integers skip
 /// the stream, whose construction (a locale) cost about a microsecond per message: enough to
 /// show in every CUDA copy's NVTX name (devctx_bench_nvtx_cost).
 template <class T>
 void append_text(std::string& out, const T& part) {
   using U = std::remove_cvref_t<T>;
-  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+  if constexpr (std::is_same_v<U, const char*> || std::is_same_v<U, char*>) {
+    out += part != nullptr ? std::string_view(part) : std::string_view("(null)");
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
     out += std::string_view(part);
   } else if constexpr (std::is_same_v<U, char> || std::is_same_v<U, signed char> || std::is_same_v<U, unsigned char>) {
     out += static_cast<char>(part);
   } else if constexpr (std::is_same_v<U, bool>) {
     out += part ? '1' : '0';
   } else if constexpr (std::is_integral_v<U>) {
-    char digits[24];
+    char digits[48];  // room for any integer type's digits and sign, 128-bit ones included
     const auto end = std::to_chars(digits, digits + sizeof digits, part).ptr;
     out.append(digits, end);
   } else {
