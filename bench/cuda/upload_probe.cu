@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: Apache-2.0
+// devctx_bench_upload_probe: what bounds one large upload from pageable memory (issue 13).
+//
+// transfers_bench.cu measures a 256 MiB pageable upload right after a raw page-locked copy at
+// 40-42 GB/s, and the same upload after a staged download or a raw pageable copy at 46-50. This
+// probe separates the causes, in one run:
+//
+//  1. The same devctx upload (256 MiB unless --mib says otherwise, one copy per measurement)
+//     after each of several other operations, in rotation: nothing, a staged download into the
+//     same vector (its lines then sit in the CPU's caches), a raw pageable upload of it, a raw
+//     page-locked upload, the host writing 1 GiB elsewhere (evicts the caches), 10 ms asleep
+//     (the host's other cores idle).
+//  2. The host alone, no DMA: copying the same bytes into a 64 MiB page-locked window (as the
+//     staging chunks are filled) with 1..16 threads, cold (caches evicted first) and warm; and
+//     the same with a raw page-locked upload of 256 MiB running meanwhile (the DMA engine
+//     reading host memory too): how fast staging can be filled at all.
+//  2b. The host alone, cold, by way of copying (memcpy; with software prefetch across pages;
+//     AVX-512 non-temporal stores) and from a source on 2 MiB pages.
+//  3. Staging settings (DEVCTX_CUDA_*: streaming stores or memcpy into staging, its size and
+//     chunks), one context each, in rotation: uploads cold and warm, downloads.
+//  4. No host copy at all: the vector's own pages registered (cudaHostRegister) chunk by chunk
+//     on several threads and copied from directly.
+//
+// Medians (min-max) of several rounds; GB/s are 10^9 bytes per second of the bytes moved once.
+#include <devctx/devctx.hpp>
+
+#include <cuda_runtime.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Byte = unsigned char;
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+void cuda_check(cudaError_t s, const char* what) {
+  if (s != cudaSuccess) {
+    std::fprintf(stderr, "raw CUDA: %s failed: %s\n", what, cudaGetErrorString(s));
+    std::exit(2);
+  }
+}
+#define CK(call) cuda_check((call), #call)
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Stats {
+  double median = 0, low = 0, high = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
+}
+
+std::string show(const Stats& s) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%6.2f (%5.1f-%5.1f)", s.median, s.low, s.high);
+  return text;
+}
+
+/// The ways the probe copies host memory: what staging could use.
+enum class Way { memcpy, prefetch, stream512, stream512_prefetch };
+const char* way_name(Way w) {
+  switch (w) {
+    case Way::memcpy: return "memcpy";
+    case Way::prefetch: return "memcpy + prefetch 8 pages ahead";
+    case Way::stream512: return "AVX-512 non-temporal stores";
+    case Way::stream512_prefetch: return "AVX-512 non-temporal + prefetch";
+  }
+  return "?";
+}
+
+constexpr std::size_t kPage = 4096, kAhead = 8 * kPage;
+
+/// memcpy 4 KiB at a time, prefetching the source 8 pages ahead (the hardware prefetcher stops
+/// at page boundaries).
+void copy_prefetch(Byte* d, const Byte* s, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + kPage <= n; i += kPage) {
+    if (i + kAhead < n)
+      for (std::size_t l = 0; l < kPage; l += 64) __builtin_prefetch(s + i + kAhead + l, 0, 0);
+    std::memcpy(d + i, s + i, kPage);
+  }
+  std::memcpy(d + i, s + i, n - i);
+}
+
+#if defined(__x86_64__)
+/// 64-byte loads and 64-byte non-temporal stores (destination 64-byte aligned here: the window
+/// and the 1 MiB pieces are), optionally prefetching as above.
+__attribute__((target("avx512f"))) void copy_stream512(Byte* d, const Byte* s, std::size_t n, bool prefetch) {
+  std::size_t i = 0;
+  for (; i + kPage <= n; i += kPage) {
+    if (prefetch && i + kAhead < n)
+      for (std::size_t l = 0; l < kPage; l += 64) __builtin_prefetch(s + i + kAhead + l, 0, 0);
+    for (std::size_t l = 0; l < kPage; l += 256) {
+      const __m512i a = _mm512_loadu_si512(s + i + l), b = _mm512_loadu_si512(s + i + l + 64),
+                    c = _mm512_loadu_si512(s + i + l + 128), e = _mm512_loadu_si512(s + i + l + 192);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + l), a);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + l + 64), b);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + l + 128), c);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + l + 192), e);
+    }
+  }
+  _mm_sfence();
+  std::memcpy(d + i, s + i, n - i);
+}
+#endif
+
+bool has_avx512() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+void copy_way(Way w, Byte* d, const Byte* s, std::size_t n) {
+  switch (w) {
+    case Way::memcpy: std::memcpy(d, s, n); return;
+    case Way::prefetch: copy_prefetch(d, s, n); return;
+#if defined(__x86_64__)
+    case Way::stream512: copy_stream512(d, s, n, false); return;
+    case Way::stream512_prefetch: copy_stream512(d, s, n, true); return;
+#else
+    default: std::memcpy(d, s, n); return;
+#endif
+  }
+}
+
+/// Copies `bytes` from `src` into a `window`-byte page-locked region (wrapping, 1 MiB pieces),
+/// split between `threads` threads, the `way` given; GB/s.
+double host_fill(const Byte* src, Byte* window, std::size_t window_bytes, std::size_t bytes, unsigned threads,
+                 Way way = Way::memcpy) {
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  const std::size_t share = (bytes / threads + kMiB - 1) / kMiB * kMiB;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([=] {
+      const std::size_t begin = std::min(bytes, t * share), end = std::min(bytes, begin + share);
+      for (std::size_t at = begin; at < end; at += kMiB) {
+        const std::size_t n = std::min(kMiB, end - at);
+        copy_way(way, window + at % window_bytes, src + at, n);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return double(bytes) / seconds_since(t0) / 1e9;
+}
+
+struct Env {
+  std::string name;
+  Env(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~Env() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::size_t n = 256 * kMiB;
+  int rounds = 9;
+  std::string parts = "1,2,2b,3,4";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--mib") == 0 && i + 1 < argc) n = std::strtoull(argv[++i], nullptr, 10) * kMiB;
+    else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--parts") == 0 && i + 1 < argc) parts = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--mib N] [--rounds R] [--parts 1,2,2b,3,4]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+    std::printf("devctx_bench_upload_probe: no CUDA device; nothing to measure\n");
+    return 0;
+  }
+  const std::size_t evict_bytes = std::size_t{1} << 30;
+  CK(cudaSetDevice(0));
+  cudaStream_t raw;
+  CK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+  std::vector<Byte> pageable(n), elsewhere(evict_bytes);
+  std::memset(pageable.data(), 1, n);
+  std::memset(elsewhere.data(), 2, evict_bytes);
+  Byte *pinned = nullptr, *window = nullptr, *device = nullptr;
+  CK(cudaMallocHost(&pinned, n));
+  CK(cudaMallocHost(&window, 64 * kMiB));
+  CK(cudaMalloc(&device, n));
+  std::memset(pinned, 3, n);
+  std::memset(window, 4, 64 * kMiB);
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  std::printf("devctx_bench_upload_probe: %zu MiB, %d rounds, %u hardware threads\n\n", n / kMiB, rounds, hw);
+
+  const auto part = [&](const char* name) { return ("," + parts + ",").find("," + std::string(name) + ",") != std::string::npos; };
+  const auto evict = [&] { std::memset(elsewhere.data(), 5, evict_bytes); };
+  const auto raw_pinned_upload = [&] {
+    CK(cudaMemcpyAsync(device, pinned, n, cudaMemcpyHostToDevice, raw));
+    CK(cudaStreamSynchronize(raw));
+  };
+  const auto raw_pageable_upload = [&] {
+    CK(cudaMemcpyAsync(device, pageable.data(), n, cudaMemcpyHostToDevice, raw));
+    CK(cudaStreamSynchronize(raw));
+  };
+
+  // ---- 1. the upload by what ran before it ---------------------------------------------------------
+  if (part("1")) {
+    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    auto d = ctx.enqueue_create_buffer<Byte>(n);
+    ctx.synchronize();
+    const auto span = std::span<Byte>(pageable.data(), n);
+    const auto upload = [&] {
+      const auto t0 = Clock::now();
+      ctx.enqueue_copy(d, span);
+      ctx.synchronize();
+      return double(n) / seconds_since(t0) / 1e9;
+    };
+    struct Before {
+      const char* name;
+      std::function<void()> run;
+    };
+    const std::vector<Before> befores = {
+        {"nothing (uploads back to back)", [] {}},
+        {"a staged download into the same vector", [&] { ctx.enqueue_copy(span, d); }},
+        {"a raw pageable upload of the vector", raw_pageable_upload},
+        {"a raw page-locked upload", raw_pinned_upload},
+        {"the host writing 1 GiB elsewhere", evict},
+        {"10 ms asleep", [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); }},
+        {"1 GiB written elsewhere, then a raw page-locked upload", [&] { evict(); raw_pinned_upload(); }},
+    };
+    for (int w = 0; w < 2; ++w) (void)upload();
+    std::vector<std::vector<double>> results(befores.size());
+    for (int r = 0; r < rounds; ++r)
+      for (std::size_t b = 0; b < befores.size(); ++b) {
+        befores[b].run();
+        results[b].push_back(upload());
+      }
+    std::printf("1. one devctx upload (GB/s, median (min-max)) after:\n");
+    for (std::size_t b = 0; b < befores.size(); ++b)
+      std::printf("   %-56s %s\n", befores[b].name, show(stats(results[b])).c_str());
+    std::vector<double> raw_up;
+    for (int r = 0; r < rounds; ++r) {
+      const auto t0 = Clock::now();
+      raw_pinned_upload();
+      raw_up.push_back(double(n) / seconds_since(t0) / 1e9);
+    }
+    std::printf("   (raw page-locked upload, back to back:                  %s)\n\n", show(stats(raw_up)).c_str());
+    std::fflush(stdout);
+  }
+
+  // ---- 2. the host alone: filling a page-locked window ---------------------------------------------
+  if (part("2")) {
+    std::printf("2. the host copying the %zu MiB into a 64 MiB page-locked window, no devctx (GB/s):\n", n / kMiB);
+    std::printf("   %-8s %22s %22s %22s %14s\n", "threads", "cold (1 GiB evicted)", "warm (just read)",
+                "cold, DMA meanwhile", "DMA meanwhile");
+    for (unsigned threads : {1u, 4u, 8u, 12u, 13u, 16u}) {
+      if (threads > hw) continue;
+      std::vector<double> cold, warm, contended, dma;
+      for (int r = 0; r < rounds; ++r) {
+        evict();
+        cold.push_back(host_fill(pageable.data(), window, 64 * kMiB, n, threads));
+        warm.push_back(host_fill(pageable.data(), window, 64 * kMiB, n, threads));
+        evict();
+        // A raw page-locked upload of the same size, started just before the host copy.
+        cudaEvent_t start, stop;
+        CK(cudaEventCreate(&start));
+        CK(cudaEventCreate(&stop));
+        CK(cudaEventRecord(start, raw));
+        CK(cudaMemcpyAsync(device, pinned, n, cudaMemcpyHostToDevice, raw));
+        CK(cudaEventRecord(stop, raw));
+        contended.push_back(host_fill(pageable.data(), window, 64 * kMiB, n, threads));
+        CK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, start, stop));
+        dma.push_back(double(n) / (ms * 1e-3) / 1e9);
+        CK(cudaEventDestroy(start));
+        CK(cudaEventDestroy(stop));
+      }
+      std::printf("   %-8u %22s %22s %22s %14.2f\n", threads, show(stats(cold)).c_str(), show(stats(warm)).c_str(),
+                  show(stats(contended)).c_str(), stats(dma).median);
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+  }
+
+  // ---- 2b. ways of copying, and a source on huge pages -------------------------------------------
+  if (part("2b")) {
+    std::vector<Way> ways = {Way::memcpy, Way::prefetch};
+    if (has_avx512()) {
+      ways.push_back(Way::stream512);
+      ways.push_back(Way::stream512_prefetch);
+    }
+    // The same bytes in memory the kernel was asked to back with 2 MiB pages (THP, madvise).
+    const std::size_t huge_bytes = (n + (2 * kMiB) - 1) / (2 * kMiB) * (2 * kMiB);
+    void* huge_memory = nullptr;
+    Byte* huge = nullptr;
+    if (posix_memalign(&huge_memory, 2 * kMiB, huge_bytes) == 0) {
+      huge = static_cast<Byte*>(huge_memory);
+      (void)madvise(huge, huge_bytes, MADV_HUGEPAGE);
+      std::memset(huge, 6, huge_bytes);
+    }
+    std::printf("2b. the host copying the %zu MiB into the window, cold (1 GiB evicted first), by way of copying and\n"
+                "    threads, in rotation (GB/s):\n", n / kMiB);
+    for (unsigned threads : {1u, 12u, 16u}) {
+      if (threads > hw) continue;
+      std::vector<std::vector<double>> results(ways.size() + 1);
+      for (int r = 0; r < rounds; ++r) {
+        for (std::size_t w = 0; w < ways.size(); ++w) {
+          evict();
+          results[w].push_back(host_fill(pageable.data(), window, 64 * kMiB, n, threads, ways[w]));
+        }
+        if (huge != nullptr) {
+          evict();
+          results[ways.size()].push_back(host_fill(huge, window, 64 * kMiB, n, threads));
+        }
+      }
+      for (std::size_t w = 0; w < ways.size(); ++w)
+        std::printf("    %2u threads  %-36s %s\n", threads, way_name(ways[w]), show(stats(results[w])).c_str());
+      if (huge != nullptr)
+        std::printf("    %2u threads  %-36s %s\n", threads, "memcpy from 2 MiB pages (madvise)",
+                    show(stats(results[ways.size()])).c_str());
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+    std::free(huge_memory);
+  }
+
+  // ---- 3. staging settings, in rotation -------------------------------------------------------------
+  // One context per setting, all open at once (each reads DEVCTX_CUDA_* when it opens and has its
+  // own staging engine, whose threads sleep while another is measured), measured in turn.
+  if (part("3")) {
+    std::printf("3. by staging settings, in rotation (GB/s): an upload after 1 GiB written elsewhere and a raw page-locked\n"
+                "   upload (cold), an upload after a staged download (warm), a download after 1 GiB written elsewhere\n");
+    struct Setting {
+      const char* name;
+      std::vector<std::pair<const char*, const char*>> env;
+    };
+    const char* k0 = "DEVCTX_CUDA_STAGING_STREAM_STORES";
+    const char* kb = "DEVCTX_CUDA_STAGING_BYTES";
+    const char* kc = "DEVCTX_CUDA_STAGING_CHUNK_BYTES";
+    const char* kp = "DEVCTX_CUDA_STAGING_PREFETCH_BYTES";
+    const std::vector<Setting> settings = {
+        {"memcpy,    8 chunks of 8 MiB", {{k0, "0"}, {kb, "67108864"}, {kc, "8388608"}}},
+        {"streaming, 8 chunks of 8 MiB", {{k0, "1"}, {kb, "67108864"}, {kc, "8388608"}}},
+        {"streaming, prefetch NTA 1 KiB", {{k0, "1"}, {kp, "1024"}}},
+        {"streaming, prefetch NTA 4 KiB", {{k0, "1"}, {kp, "4096"}}},
+        {"stores, prefetch NTA 1 KiB", {{k0, "0"}, {kp, "1024"}}},
+        {"stores, prefetch NTA 4 KiB", {{k0, "0"}, {kp, "4096"}}},
+        {"stores, prefetch NTA 4 KiB, 4 x 8 MiB", {{k0, "0"}, {kp, "4096"}, {kb, "33554432"}}},
+        {"defaults", {}},
+    };
+    struct Open {
+      devctx::DeviceContext ctx;
+      devctx::DeviceBuffer<Byte> d;
+    };
+    std::vector<std::unique_ptr<Open>> opened;
+    for (const Setting& s : settings) {
+      std::vector<Env> env;
+      env.reserve(s.env.size());
+      for (const auto& [name, value] : s.env) env.emplace_back(name, value);
+      devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+      auto d = ctx.enqueue_create_buffer<Byte>(n);
+      ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), n));  // starts its staging engine
+      ctx.synchronize();
+      opened.push_back(std::make_unique<Open>(Open{std::move(ctx), std::move(d)}));
+    }
+    const auto span = std::span<Byte>(pageable.data(), n);
+    const auto other = std::span<Byte>(elsewhere.data(), n);
+    std::vector<std::vector<double>> cold(settings.size()), warm(settings.size()), down(settings.size());
+    for (int r = 0; r < rounds; ++r)
+      for (std::size_t i = 0; i < settings.size(); ++i) {
+        auto& ctx = opened[i]->ctx;
+        auto& d = opened[i]->d;
+        evict();
+        raw_pinned_upload();
+        auto t0 = Clock::now();
+        ctx.enqueue_copy(d, span);
+        ctx.synchronize();
+        cold[i].push_back(double(n) / seconds_since(t0) / 1e9);
+        ctx.enqueue_copy(span, d);
+        t0 = Clock::now();
+        ctx.enqueue_copy(d, span);
+        ctx.synchronize();
+        warm[i].push_back(double(n) / seconds_since(t0) / 1e9);
+        evict();
+        t0 = Clock::now();
+        ctx.enqueue_copy(other, d);
+        down[i].push_back(double(n) / seconds_since(t0) / 1e9);
+      }
+    // The machine's host memory is shared with other guests, and its speed drifts: besides the
+    // medians, each setting against the first one in the same round (median of those ratios).
+    const auto paired = [&](const std::vector<std::vector<double>>& m, std::size_t i) {
+      std::vector<double> ratios;
+      for (std::size_t r = 0; r < m[i].size(); ++r) ratios.push_back(m[i][r] / m[0][r]);
+      return stats(ratios).median;
+    };
+    std::printf("   %-40s %-22s %-22s %-22s  paired vs the first: up cold / warm / down\n", "", "up cold", "up warm", "down");
+    for (std::size_t i = 0; i < settings.size(); ++i)
+      std::printf("   %-40s %s %s %s  %5.2fx / %5.2fx / %5.2fx\n", settings[i].name, show(stats(cold[i])).c_str(),
+                  show(stats(warm[i])).c_str(), show(stats(down[i])).c_str(), paired(cold, i), paired(warm, i),
+                  paired(down, i));
+    std::fflush(stdout);
+  }
+  // ---- 4. no host copy: the caller's pages registered chunk by chunk --------------------------------
+  // Each of `threads` threads takes chunks in turn: cudaHostRegister, cudaMemcpyAsync on its own
+  // stream, wait, cudaHostUnregister. The DMA then reads the bytes where they are: one pass over
+  // host memory instead of three (read, write staging, DMA reads staging), if registering scales.
+  if (part("4")) {
+    std::printf("4. uploads with no host copy: the vector's own pages registered chunk by chunk, cold (GB/s;\n"
+                "   register+unregister alone in brackets, per thread, GB/s of chunk bytes)\n");
+    const long page = sysconf(_SC_PAGESIZE);
+    // A page-aligned copy of the vector (a large std::vector starts 16 bytes into a page).
+    void* aligned_memory = nullptr;
+    if (posix_memalign(&aligned_memory, std::size_t(page), n) != 0) return 1;
+    Byte* source = static_cast<Byte*>(aligned_memory);
+    std::memcpy(source, pageable.data(), n);
+    for (const std::size_t chunk : {2 * kMiB, 8 * kMiB, 32 * kMiB}) {
+      for (const unsigned threads : {1u, 4u, 8u, 12u}) {
+        std::vector<double> rates, reg_rates;
+        for (int r = 0; r < std::max(3, rounds / 3); ++r) {
+          evict();
+          std::atomic<std::size_t> next{0};
+          std::atomic<bool> failed{false};
+          std::vector<double> reg_seconds(threads, 0.0);
+          const auto t0 = Clock::now();
+          std::vector<std::thread> pool;
+          for (unsigned t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+              cudaSetDevice(0);
+              cudaStream_t stream;
+              if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+                failed = true;
+                return;
+              }
+              for (;;) {
+                const std::size_t at = next.fetch_add(chunk);
+                if (at >= n) break;
+                const std::size_t bytes = std::min(chunk, n - at);
+                // Whole pages only (the vector's start is page-aligned at these sizes; a real
+                // engine would stage the partial pages at the ends).
+                Byte* host = source + at;
+                const auto r0 = Clock::now();
+                const bool page_aligned = reinterpret_cast<std::uintptr_t>(host) % std::uintptr_t(page) == 0;
+                const bool registered = page_aligned && cudaHostRegister(host, bytes, cudaHostRegisterDefault) == cudaSuccess;
+                reg_seconds[t] += seconds_since(r0);
+                if (cudaMemcpyAsync(device + at, host, bytes, cudaMemcpyHostToDevice, stream) != cudaSuccess ||
+                    cudaStreamSynchronize(stream) != cudaSuccess)
+                  failed = true;
+                const auto u0 = Clock::now();
+                if (registered) (void)cudaHostUnregister(host);
+                else failed = true;
+                reg_seconds[t] += seconds_since(u0);
+              }
+              (void)cudaStreamDestroy(stream);
+            });
+          for (auto& th : pool) th.join();
+          const double seconds = seconds_since(t0);
+          if (failed) break;
+          rates.push_back(double(n) / seconds / 1e9);
+          double reg = 0;
+          for (double x : reg_seconds) reg += x;
+          reg_rates.push_back(double(n) / reg / 1e9);
+        }
+        if (rates.empty()) {
+          std::printf("   chunk %2zu MiB, %2u threads: cudaHostRegister or the copy failed\n", chunk / kMiB, threads);
+          continue;
+        }
+        std::printf("   chunk %2zu MiB, %2u threads: %s  [%6.2f]\n", chunk / kMiB, threads, show(stats(rates)).c_str(),
+                    stats(reg_rates).median);
+        std::fflush(stdout);
+      }
+    }
+    std::free(aligned_memory);
+  }
+  CK(cudaFree(device));
+  CK(cudaFreeHost(window));
+  CK(cudaFreeHost(pinned));
+  CK(cudaStreamDestroy(raw));
+  return 0;
+}
