@@ -16,8 +16,9 @@
 //     reading host memory too): how fast staging can be filled at all.
 //  2b. The host alone, cold, by way of copying (memcpy; with software prefetch across pages;
 //     AVX-512 non-temporal stores) and from a source on 2 MiB pages.
-//  3. Staging settings (DEVCTX_CUDA_*: streaming stores or memcpy into staging, its size and
-//     chunks), one context each, in rotation: uploads cold and warm, downloads.
+//  3. Staging settings (DEVCTX_CUDA_*: the staging memory's size and chunks, copy threads), one
+//     context each, in rotation: uploads cold and warm, downloads, and each against the first
+//     setting in the same round.
 //  4. No host copy at all: the vector's own pages registered (cudaHostRegister) chunk by chunk
 //     on several threads and copied from directly.
 //
@@ -350,18 +351,21 @@ int main(int argc, char** argv) {
       const char* name;
       std::vector<std::pair<const char*, const char*>> env;
     };
-    const char* k0 = "DEVCTX_CUDA_STAGING_STREAM_STORES";
     const char* kb = "DEVCTX_CUDA_STAGING_BYTES";
     const char* kc = "DEVCTX_CUDA_STAGING_CHUNK_BYTES";
-    const char* kp = "DEVCTX_CUDA_STAGING_PREFETCH_BYTES";
+    const char* kt = "DEVCTX_CUDA_COPY_THREADS";
+    // Measured in the eleventh session besides these, 31 rounds at 256 MiB and 11 at 1 GiB, all
+    // within 0.99-1.03x of the first: AVX-512 streaming stores into staging, the source
+    // prefetched 1 or 4 KiB ahead with the non-temporal hint, with and without streaming stores
+    // (commit b5a8a26, taken out again).
     const std::vector<Setting> settings = {
-        {"memcpy,    8 chunks of 8 MiB", {{k0, "0"}, {kb, "67108864"}, {kc, "8388608"}}},
-        {"streaming, 8 chunks of 8 MiB", {{k0, "1"}, {kb, "67108864"}, {kc, "8388608"}}},
-        {"streaming, prefetch NTA 1 KiB", {{k0, "1"}, {kp, "1024"}}},
-        {"streaming, prefetch NTA 4 KiB", {{k0, "1"}, {kp, "4096"}}},
-        {"stores, prefetch NTA 1 KiB", {{k0, "0"}, {kp, "1024"}}},
-        {"stores, prefetch NTA 4 KiB", {{k0, "0"}, {kp, "4096"}}},
-        {"stores, prefetch NTA 4 KiB, 4 x 8 MiB", {{k0, "0"}, {kp, "4096"}, {kb, "33554432"}}},
+        {"8 chunks of 8 MiB", {{kb, "67108864"}, {kc, "8388608"}}},
+        {"4 chunks of 8 MiB", {{kb, "33554432"}, {kc, "8388608"}}},
+        {"8 chunks of 4 MiB", {{kb, "33554432"}, {kc, "4194304"}}},
+        {"4 chunks of 4 MiB", {{kb, "16777216"}, {kc, "4194304"}}},
+        {"8 chunks of 16 MiB", {{kb, "134217728"}, {kc, "16777216"}}},
+        {"8 copy threads", {{kt, "8"}}},
+        {"15 copy threads", {{kt, "15"}}},
         {"defaults", {}},
     };
     struct Open {
@@ -409,9 +413,9 @@ int main(int argc, char** argv) {
       for (std::size_t r = 0; r < m[i].size(); ++r) ratios.push_back(m[i][r] / m[0][r]);
       return stats(ratios).median;
     };
-    std::printf("   %-40s %-22s %-22s %-22s  paired vs the first: up cold / warm / down\n", "", "up cold", "up warm", "down");
+    std::printf("   %-30s %-22s %-22s %-22s  paired vs the first: up cold / warm / down\n", "", "up cold", "up warm", "down");
     for (std::size_t i = 0; i < settings.size(); ++i)
-      std::printf("   %-40s %s %s %s  %5.2fx / %5.2fx / %5.2fx\n", settings[i].name, show(stats(cold[i])).c_str(),
+      std::printf("   %-30s %s %s %s  %5.2fx / %5.2fx / %5.2fx\n", settings[i].name, show(stats(cold[i])).c_str(),
                   show(stats(warm[i])).c_str(), show(stats(down[i])).c_str(), paired(cold, i), paired(warm, i),
                   paired(down, i));
     std::fflush(stdout);

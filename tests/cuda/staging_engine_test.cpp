@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/cuda/staging_engine_test.cpp - the CUDA backend's staging engine and copy threads
-// (src/backends/cuda/staging_engine.cpp, copy_workers.cpp, stream_copy.cpp) on a host-side fake of the CUDA calls
+// (src/backends/cuda/staging_engine.cpp, copy_workers.cpp) on a host-side fake of the CUDA calls
 // they make (fake_cuda_runtime.cpp), so that their pipelining, slot reuse, concurrency and
 // failure paths run on every machine, GPU or not (ctest devctx_staging_engine_tests, label
 // cpu). The fake DMA engine pauses at random before each operation: a slot reused before its
@@ -13,7 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -23,7 +22,6 @@
 
 #include "backends/cuda/copy_workers.hpp"
 #include "backends/cuda/staging_engine.hpp"
-#include "backends/cuda/stream_copy.hpp"
 #include "../support/thread_names.hpp"
 #include "fake_cuda_runtime.hpp"
 
@@ -53,37 +51,6 @@ struct Stream {
   ~Stream() { (void)cudaStreamDestroy(handle); }
 };
 
-// stream_copy writes exactly what memcpy writes, whatever the alignment of either side and the
-// size (the head before the destination's first 64-byte boundary, whole lines, the tail), and
-// nothing around it. Where the processor has no AVX-512 it is memcpy; the H200's host has it.
-TEST(StreamCopy, WritesWhatMemcpyWritesAtEveryAlignmentAndSize) {
-  std::printf("streaming stores %s on this processor\n", devctx::detail::cuda::stream_copy_available() ? "used" : "not available (memcpy)");
-  std::mt19937_64 rng(11);
-  const std::size_t largest = (std::size_t{1} << 20) + 200;
-  const auto src = random_bytes(rng, largest + 64);
-  std::vector<unsigned char> dst(largest + 256);
-  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{64}, std::size_t{4095},
-                              std::size_t{4096}, std::size_t{4097}, std::size_t{4096 + 63}, std::size_t{65536 + 13},
-                              std::size_t{1} << 20, largest}) {
-    for (std::size_t d_off = 0; d_off < 64; d_off += (n >= 4096 ? 1 : 9)) {
-      for (const std::size_t s_off : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{63}})
-      for (const auto style : {devctx::detail::cuda::HostCopyStyle{true, 0}, devctx::detail::cuda::HostCopyStyle{true, 1024},
-                               devctx::detail::cuda::HostCopyStyle{false, 2048}}) {
-        std::fill(dst.begin(), dst.end(), 0xA5);
-        // 64 guard bytes before: dst.data() + 64 is 64-byte aligned or not; d_off walks every
-        // alignment relative to it either way.
-        unsigned char* d = dst.data() + 64 + d_off;
-        devctx::detail::cuda::stream_copy(d, src.data() + s_off, n, style);
-        ASSERT_EQ(std::memcmp(d, src.data() + s_off, n), 0) << n << " bytes, dst +" << d_off << ", src +" << s_off;
-        ASSERT_TRUE(std::all_of(dst.begin(), dst.begin() + 64 + std::ptrdiff_t(d_off), [](unsigned char b) { return b == 0xA5; }))
-            << "wrote before the destination: " << n << " bytes, dst +" << d_off;
-        ASSERT_TRUE(std::all_of(dst.begin() + 64 + std::ptrdiff_t(d_off + n), dst.end(), [](unsigned char b) { return b == 0xA5; }))
-            << "wrote past the destination: " << n << " bytes, dst +" << d_off;
-      }
-    }
-  }
-}
-
 TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
   std::mt19937_64 rng(1);
   // Sleeping workers, and workers that wait actively inside an open session.
@@ -92,14 +59,13 @@ TEST(CopyWorkers, CopiesEveryByteWithAnyNumberOfThreads) {
     CopyWorkers workers(threads, std::chrono::microseconds(spin));
     std::optional<CopyWorkers::Session> session;
     if (spin != 0) session.emplace(workers);
-    for (const std::size_t n : {std::size_t{1}, std::size_t{4095}, std::size_t{1} << 20, (std::size_t{5} << 20) + 77})
-    for (const bool streaming : {false, true}) {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{4095}, std::size_t{1} << 20, (std::size_t{5} << 20) + 77}) {
       const auto src = random_bytes(rng, n);
       std::vector<unsigned char> dst(n + 2, 0xA5);
       CopyWorkers::Job job;
-      workers.submit(job, dst.data() + 1, src.data(), n, streaming);
+      workers.submit(job, dst.data() + 1, src.data(), n);
       workers.finish(job);
-      ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 1)) << n << " bytes, streaming " << streaming;
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 1)) << n << " bytes";
       EXPECT_EQ(dst.front(), 0xA5);
       EXPECT_EQ(dst.back(), 0xA5);
     }
@@ -134,11 +100,7 @@ TEST(CopyWorkers, CancelLeavesNoWorkerOnTheMemory) {
 class Engine : public testing::TestWithParam<std::size_t> {};  // the number of copy threads
 
 TEST_P(Engine, UploadsAndDownloadsEverySize) {
-  for (const bool stream_stores : {true, false}) {
-  SCOPED_TRACE(stream_stores ? "streaming stores into staging" : "memcpy into staging");
-  TransferSettings settings = small_settings(GetParam());
-  settings.stream_stores = stream_stores;
-  StagingEngine engine(settings, nullptr);
+  StagingEngine engine(small_settings(GetParam()), nullptr);
   Stream stream;
   std::mt19937_64 rng(3 + GetParam());
   const std::size_t chunk = 64 << 10;
@@ -158,7 +120,6 @@ TEST_P(Engine, UploadsAndDownloadsEverySize) {
     std::vector<unsigned char> back(n, 0x5A);
     ASSERT_TRUE(engine.download(back.data(), device.data(), n, stream.handle).ok());
     ASSERT_TRUE(back == expected);
-  }
   }
 }
 

@@ -3,7 +3,6 @@
 // (copy_workers.hpp).
 #include "backends/cuda/copy_workers.hpp"
 
-#include "backends/cuda/stream_copy.hpp"
 #include "core/thread_name.hpp"
 
 #include <algorithm>
@@ -46,8 +45,7 @@ void CopyWorkers::spin_until(Done done) const noexcept {
   }
 }
 
-CopyWorkers::CopyWorkers(std::size_t threads, std::chrono::microseconds spin, HostCopyStyle style)
-    : thread_count_(threads), spin_(spin), style_(style) {
+CopyWorkers::CopyWorkers(std::size_t threads, std::chrono::microseconds spin) : thread_count_(threads), spin_(spin) {
   threads_.reserve(threads);
   try {
     for (std::size_t i = 0; i < threads; ++i) {
@@ -75,7 +73,7 @@ CopyWorkers::~CopyWorkers() {
   for (auto& t : threads_) t.join();
 }
 
-void CopyWorkers::submit(Job& job, void* dst, const void* src, std::size_t bytes, bool streaming) {
+void CopyWorkers::submit(Job& job, void* dst, const void* src, std::size_t bytes) {
   // As many pieces as there are threads to copy them (the workers and the finishing thread),
   // none below kMinPieceBytes; each piece a multiple of 64 bytes (a cache line) but the last.
   const std::size_t most = std::max<std::size_t>((bytes + kMinPieceBytes - 1) / kMinPieceBytes, 1);
@@ -87,7 +85,6 @@ void CopyWorkers::submit(Job& job, void* dst, const void* src, std::size_t bytes
     job.dst_ = static_cast<std::byte*>(dst);
     job.src_ = static_cast<const std::byte*>(src);
     job.bytes_ = bytes;
-    job.streaming_ = streaming;
     job.piece_bytes_ = std::max<std::size_t>(piece_bytes, 1);
     job.pieces_ = bytes == 0 ? 0 : (bytes + job.piece_bytes_ - 1) / job.piece_bytes_;
     job.claimed_ = 0;
@@ -115,8 +112,7 @@ void CopyWorkers::copy_piece(std::unique_lock<std::mutex>& lock, Job& job, std::
   const std::size_t offset = piece * job.piece_bytes_;
   const std::size_t bytes = std::min(job.piece_bytes_, job.bytes_ - offset);
   lock.unlock();
-  if (job.streaming_) stream_copy(job.dst_ + offset, job.src_ + offset, bytes, style_);
-  else std::memcpy(job.dst_ + offset, job.src_ + offset, bytes);
+  std::memcpy(job.dst_ + offset, job.src_ + offset, bytes);
   lock.lock();
   // Notified under the mutex: the waiting thread sees the count only after this thread has let
   // go of the job, so the job may be gone as soon as the waiter returns.

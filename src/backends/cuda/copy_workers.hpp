@@ -18,8 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cuda/stream_copy.hpp"
-
 namespace devctx::detail::cuda {
 
 class CopyWorkers {
@@ -38,7 +36,6 @@ class CopyWorkers {
     const std::byte* src_ = nullptr;
     std::size_t bytes_ = 0;
     std::size_t piece_bytes_ = 0;
-    bool streaming_ = false;  ///< copied with stream_copy in the pool's style instead of memcpy
     // Guarded by the pool's mutex.
     std::size_t pieces_ = 0;   ///< pieces that will be copied (lowered by cancel())
     std::size_t claimed_ = 0;  ///< pieces some thread has taken
@@ -61,16 +58,14 @@ class CopyWorkers {
 
   /// Starts `threads` workers (0: every job is copied by the thread that finishes it) that
   /// spin for up to `spin` while a session is open.
-  CopyWorkers(std::size_t threads, std::chrono::microseconds spin, HostCopyStyle style = {});
+  CopyWorkers(std::size_t threads, std::chrono::microseconds spin);
   /// Stops and joins the workers. No job may be pending.
   ~CopyWorkers();
   CopyWorkers(const CopyWorkers&) = delete;
   CopyWorkers& operator=(const CopyWorkers&) = delete;
 
   /// Queues `job`: `bytes` from `src` to `dst`, which do not overlap, and wakes workers for it.
-  /// With `streaming`, the pieces are copied with stream_copy(): for destinations that the CPU
-  /// will not read next (staging memory on its way to the GPU).
-  void submit(Job& job, void* dst, const void* src, std::size_t bytes, bool streaming = false);
+  void submit(Job& job, void* dst, const void* src, std::size_t bytes);
   /// Copies pieces of `job` on the calling thread until none is left to take, then waits until
   /// the workers' pieces are done too: on return all of `dst` has been written.
   void finish(Job& job) noexcept;
@@ -91,7 +86,6 @@ class CopyWorkers {
 
   const std::size_t thread_count_;
   const std::chrono::microseconds spin_;
-  const HostCopyStyle style_;
   std::atomic<std::size_t> sessions_ = 0;
   std::atomic<std::size_t> queued_ = 0;  ///< queue_.size(), readable without the mutex
   std::mutex mutex_;

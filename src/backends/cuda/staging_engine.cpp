@@ -110,11 +110,7 @@ class StagingEngine::Run {
 };
 
 StagingEngine::StagingEngine(const TransferSettings& settings, cudaMemPool_t host_pool)
-    : chunk_bytes_(settings.chunk_bytes),
-      stream_stores_(settings.stream_stores),
-      source_prefetch_(settings.source_prefetch != 0),
-      slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us),
-               HostCopyStyle{settings.stream_stores, settings.source_prefetch}) {
+    : chunk_bytes_(settings.chunk_bytes), slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
   const std::size_t bytes = chunk_bytes_ * slots_.size();
   void* memory = nullptr;
   const auto operation = [&] { return concat("enqueue_copy (allocating ", bytes_text(bytes), " of page-locked staging memory)"); };
@@ -236,7 +232,7 @@ CudaCall StagingEngine::upload(void* dst, const void* src, std::size_t bytes, cu
     // this copy holds none).
     while (next < bytes && !run.full() && run.push(next, run.empty(), failure)) {
       Run::Chunk& c = run.at_back();
-      workers_.submit(c.job, run.memory(c), in + c.offset, c.bytes, stream_stores_ || source_prefetch_);
+      workers_.submit(c.job, run.memory(c), in + c.offset, c.bytes);
       c.copying = true;
       next += c.bytes;
     }

@@ -59,8 +59,6 @@ class StagingEngine {
   void release(std::size_t slot, SlotState state) noexcept;
 
   std::size_t chunk_bytes_;
-  bool stream_stores_;  ///< uploads fill staging with streaming stores (stream_copy.hpp)
-  bool source_prefetch_;  ///< uploads prefetch their source with the non-temporal hint
   cudaMemPool_t pool_ = nullptr;       ///< where memory_ came from (null: cudaHostAlloc)
   cudaStream_t pool_stream_ = nullptr;  ///< the stream memory_ is allocated and freed on (pool only)
   std::byte* memory_ = nullptr;

@@ -39,9 +39,6 @@ TransferSettings read_transfer_settings() {
                             "host threads of one GPU that copy between pageable and staging memory");
   s.spin_us = env_size("DEVCTX_CUDA_COPY_SPIN_US", s.spin_us, 0, 100'000, SizeUnit::count,
                        "microseconds a copy thread waits actively for the next chunk of a staged copy before it sleeps");
-  s.stream_stores = env_flag("DEVCTX_CUDA_STAGING_STREAM_STORES", s.stream_stores);
-  s.source_prefetch = env_size("DEVCTX_CUDA_STAGING_PREFETCH_BYTES", s.source_prefetch, 0, 64 * kKiB, SizeUnit::bytes,
-                               "how far ahead an upload's copy threads prefetch the source (non-temporal hint)");
   if (s.chunks() < 2)
     fail(Errc::invalid_argument, "DEVCTX_CUDA_STAGING_BYTES (", bytes_text(s.staging_bytes),
          ") holds fewer than two chunks of DEVCTX_CUDA_STAGING_CHUNK_BYTES (", bytes_text(s.chunk_bytes),

@@ -4,9 +4,8 @@
 // opens: whether the staged path is used (DEVCTX_CUDA_STAGING), from which size
 // (DEVCTX_CUDA_STAGING_THRESHOLD), with how much page-locked staging memory in chunks of which
 // size (DEVCTX_CUDA_STAGING_BYTES, DEVCTX_CUDA_STAGING_CHUNK_BYTES), how many copy threads
-// (DEVCTX_CUDA_COPY_THREADS), how long they wait actively for the next chunk of a copy in
-// progress before they sleep (DEVCTX_CUDA_COPY_SPIN_US) and whether uploads fill staging with
-// streaming stores (DEVCTX_CUDA_STAGING_STREAM_STORES). docs/cuda-backend.md documents them. Private to src/backends/cuda/.
+// (DEVCTX_CUDA_COPY_THREADS) and how long they wait actively for the next chunk of a copy in
+// progress before they sleep (DEVCTX_CUDA_COPY_SPIN_US). docs/cuda-backend.md documents them. Private to src/backends/cuda/.
 #pragma once
 
 #include <cstddef>
@@ -20,8 +19,6 @@ struct TransferSettings {
   std::size_t staging_bytes = std::size_t{64} << 20;  ///< all chunks together
   std::size_t copy_threads = 1;               ///< host threads besides the caller
   std::size_t spin_us = 500;                  ///< active wait for the next chunk during a copy
-  bool stream_stores = true;                  ///< DEVCTX_CUDA_STAGING_STREAM_STORES (where the CPU can)
-  std::size_t source_prefetch = 0;            ///< DEVCTX_CUDA_STAGING_PREFETCH_BYTES (0: none)
 
   /// How many chunks the staging memory holds (at least 2: one filling while one moves).
   [[nodiscard]] std::size_t chunks() const noexcept { return staging_bytes / chunk_bytes; }
