@@ -271,6 +271,34 @@ TEST_P(Transfers, RegisteredMemoryIsCopiedBothWaysWholeAndInPart) {
   EXPECT_TRUE(all_equal(third, memory));
 }
 
+TEST_P(Transfers, LargeCopiesThroughSpansOverBufferMemory) {
+  // A std::span whose memory is in fact a buffer's (a DeviceBuffer's data: GPU memory on CUDA,
+  // which the CPU cannot read) or page-locked (a HostBuffer's data): copied as the buffer would
+  // be, whatever the size - the staging engine's copy threads must not be handed GPU memory.
+  const std::size_t n = Limits{}.threshold + 4097;
+  const auto values = random_bytes(rng, n);
+  auto source = write_through_pinned(ctx(), values);
+  // Device memory seen as a span, both ways.
+  auto d = poisoned_buffer<Byte>(ctx(), n);
+  ctx().enqueue_copy(d, std::span<const Byte>(source.data(), n));
+  ASSERT_TRUE(all_equal(values, read_back<Byte>(ctx(), d)));
+  auto back = poisoned_buffer<Byte>(ctx(), n);
+  ctx().synchronize();
+  ctx().enqueue_copy(std::span<Byte>(back.data(), n), d);
+  ASSERT_TRUE(all_equal(values, read_back<Byte>(ctx(), back)));
+  // Page-locked memory seen as a span, both ways, at an odd offset.
+  auto pinned = ctx().enqueue_create_host_buffer<Byte>(n + 1);
+  ctx().synchronize();
+  std::copy(values.begin(), values.end(), pinned.begin() + 1);
+  auto up = poisoned_buffer<Byte>(ctx(), n);
+  ctx().enqueue_copy(up, std::span<const Byte>(pinned.data() + 1, n));
+  std::fill(pinned.begin(), pinned.end(), Byte{0xEE});  // done on return: the source may change
+  ASSERT_TRUE(all_equal(values, read_back<Byte>(ctx(), up)));
+  ctx().enqueue_copy(std::span<Byte>(pinned.data() + 1, n), up);
+  ASSERT_TRUE(all_equal(values, std::vector<Byte>(pinned.begin() + 1, pinned.end())));
+  EXPECT_EQ(pinned[0], Byte{0xEE});
+}
+
 TEST_P(Transfers, RegistrationRefusesEmptyAndOverlappingRanges) {
   std::vector<float> empty;
   auto e = error_of([&] { (void)ctx().register_host_memory(empty); });

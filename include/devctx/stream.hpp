@@ -57,7 +57,9 @@ class StreamRef {
   /// throws devctx::Error (invalid_argument) naming both ranges and enqueues nothing; copy
   /// through a second buffer. With ordinary host memory on either side the call returns only
   /// once that memory has been read or written, so it may be reused at once; otherwise it
-  /// returns immediately.
+  /// returns immediately. (On CUDA, a large copy through a std::span whose memory is in fact
+  /// page-locked - a HostBuffer's data, a framework's pinned tensor - or GPU memory is
+  /// recognised and made directly, not through the staging engine: docs/cuda-backend.md.)
   template <class Dst, class Src>
   void enqueue_copy(Dst&& dst, Src&& src) {
     constexpr bool dst_ok = detail::is_endpoint_v<std::remove_reference_t<Dst>>;

@@ -68,6 +68,13 @@ class CudaDevice final : public DeviceImpl {
   // Registered host memory (host_pinning.cpp): cudaHostRegister / cudaHostUnregister.
   void pin_host_memory(const void* data, std::size_t bytes) override;
   void unpin_host_memory(const void* data) noexcept override;
+  /// Whether `bytes` at `data`, which devctx knows only as a std::span, is memory the staging
+  /// engine should move: ordinary host memory (CUDA calls it unregistered), or memory page-locked
+  /// in another device's context only. False when CUDA says its first or last byte is
+  /// page-locked for this device (a HostBuffer's data, cudaMallocHost memory, a framework's
+  /// pinned tensor: a direct DMA is faster) or is device or managed memory (the CPU's copy
+  /// threads cannot read device memory; cudaMemcpyAsync copies it). Never throws.
+  [[nodiscard]] bool stage_host_memory(const void* data, std::size_t bytes) noexcept;
 
   [[nodiscard]] int id() const noexcept { return info_.id; }
   /// How pageable copies are made on this device (read from the environment when it opened).

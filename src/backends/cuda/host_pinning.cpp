@@ -2,7 +2,9 @@
 // src/backends/cuda/host_pinning.cpp - the CUDA side of registered host memory
 // (DeviceContext::register_host_memory; core checked the range and reserved it): page-locking
 // it with cudaHostRegister, with a message that says what the memory was when CUDA refuses, and
-// unlocking it with cudaHostUnregister.
+// unlocking it with cudaHostUnregister; and telling ordinary host memory, which the staging
+// engine moves, from memory that only looks like it to devctx (a std::span over page-locked,
+// device or managed memory).
 #include <cuda_runtime.h>
 
 #include <unistd.h>
@@ -56,6 +58,17 @@ void CudaDevice::pin_host_memory(const void* data, std::size_t bytes) {
     default:
       check(call, *this, operation);
   }
+}
+
+bool CudaDevice::stage_host_memory(const void* data, std::size_t bytes) noexcept {
+  const auto stageable = [&](const void* p) {
+    cudaPointerAttributes a{};
+    if (!succeeded(cudaPointerGetAttributes(&a, p))) return true;  // as before the query: staged
+    // Memory page-locked in another device's context without cudaHostAllocPortable is
+    // page-locked only there: the driver would copy it as pageable, slower than staging.
+    return a.type == cudaMemoryTypeUnregistered || (a.type == cudaMemoryTypeHost && a.device != id());
+  };
+  return bytes == 0 || (stageable(data) && stageable(static_cast<const std::byte*>(data) + (bytes - 1)));
 }
 
 void CudaDevice::unpin_host_memory(const void* data) noexcept {
