@@ -249,9 +249,9 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
   // it is done), is not ordinary memory though devctx sees only a std::span (page-locked
   // already - a HostBuffer's data, cudaMallocHost memory, a framework's pinned tensor: staged,
   // it would move at 41 GB/s instead of 55 on the H200 - or device or managed memory, which the
-  // copy threads cannot read), or the stream is being captured into a graph (a
-  // graph would keep pointers to staging memory that later copies reuse; the direct path
-  // reports the capture as before).
+  // copy threads cannot read), or the stream is being captured into a graph (a graph would keep
+  // pointers to staging memory that later copies reuse; the direct path reports the capture as
+  // before).
   const bool upload = src_kind == MemKind::host_pageable && dst_kind == MemKind::device;
   const bool download = dst_kind == MemKind::host_pageable && src_kind == MemKind::device;
   std::shared_lock<std::shared_mutex> registered;
