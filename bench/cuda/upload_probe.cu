@@ -26,6 +26,8 @@
 // Medians (min-max) of several rounds; GB/s are 10^9 bytes per second of the bytes moved once.
 #include <devctx/devctx.hpp>
 
+#include "raw_cuda.hpp"
+
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -52,14 +54,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Byte = unsigned char;
 constexpr std::size_t kMiB = std::size_t{1} << 20;
-
-void cuda_check(cudaError_t s, const char* what) {
-  if (s != cudaSuccess) {
-    std::fprintf(stderr, "raw CUDA: %s failed: %s\n", what, cudaGetErrorString(s));
-    std::exit(2);
-  }
-}
-#define CK(call) cuda_check((call), #call)
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
