@@ -21,6 +21,9 @@
 //                                those without a GPU instruction (float/double min and max,
 //                                64-bit inc and dec) are compare-exchange loops on the GPU.
 //                                atomic_cas compares bit patterns (also for float and double).
+//                                T comes from the pointer alone: the values convert to it, as
+//                                CUDA's do (atomic_add(&unsigned_bins[b], 1) adds 1u). The
+//                                address may be device memory or a DEVCTX_SHARED element.
 //   memory_fence(), threadfence()   __threadfence
 //   warp_size, lane_id(), shuffle(v, lane), shuffle_down(v, d), shuffle_up(v, d),
 //   shuffle_xor(v, m), warp_sum(v)   warps of 32 lanes on every backend; every existing lane

@@ -52,14 +52,14 @@ inline void note_atomic(const void* address, std::size_t bytes) {
 }  // namespace detail::cpu
 
 template <class T>
-T atomic_add(T* address, T value) {
+T atomic_add(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_add");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
 }
 
 template <class T>
-T atomic_sub(T* address, T value) {
+T atomic_sub(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_sub");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_sub(value, std::memory_order_relaxed);
@@ -78,7 +78,7 @@ T atomic_update(T* address, Next next) {
 }  // namespace detail::cpu
 
 template <class T>
-T atomic_max(T* address, T value) {
+T atomic_max(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_max");
   detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
@@ -89,7 +89,7 @@ T atomic_max(T* address, T value) {
 }
 
 template <class T>
-T atomic_min(T* address, T value) {
+T atomic_min(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_min");
   detail::cpu::note_atomic(address, sizeof(T));
   std::atomic_ref<T> ref(*address);
@@ -100,49 +100,49 @@ T atomic_min(T* address, T value) {
 }
 
 template <class T>
-T atomic_and(T* address, T value) {
+T atomic_and(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_and");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_and(value, std::memory_order_relaxed);
 }
 
 template <class T>
-T atomic_or(T* address, T value) {
+T atomic_or(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_or");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_or(value, std::memory_order_relaxed);
 }
 
 template <class T>
-T atomic_xor(T* address, T value) {
+T atomic_xor(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_xor");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).fetch_xor(value, std::memory_order_relaxed);
 }
 
 template <class T>
-T atomic_inc(T* address, T limit) {
+T atomic_inc(T* address, std::type_identity_t<T> limit) {
   DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_inc");
   detail::cpu::note_atomic(address, sizeof(T));
   return detail::cpu::atomic_update(address, [limit](T old) { return old >= limit ? T{0} : T(old + 1); });
 }
 
 template <class T>
-T atomic_dec(T* address, T limit) {
+T atomic_dec(T* address, std::type_identity_t<T> limit) {
   DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_dec");
   detail::cpu::note_atomic(address, sizeof(T));
   return detail::cpu::atomic_update(address, [limit](T old) { return old == 0 || old > limit ? limit : T(old - 1); });
 }
 
 template <class T>
-T atomic_exchange(T* address, T value) {
+T atomic_exchange(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_exchange");
   detail::cpu::note_atomic(address, sizeof(T));
   return std::atomic_ref<T>(*address).exchange(value, std::memory_order_relaxed);
 }
 
 template <class T>
-T atomic_cas(T* address, T expected, T desired) {
+T atomic_cas(T* address, std::type_identity_t<T> expected, std::type_identity_t<T> desired) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_cas");
   detail::cpu::note_atomic(address, sizeof(T));
   // Compares the bytes (value representations), as the GPU compares bit patterns.

@@ -79,7 +79,7 @@ __device__ __forceinline__ T atomic_update(T* address, Keep keep, Next next) {
 }  // namespace detail::cuda
 
 template <class T>
-__device__ __forceinline__ T atomic_add(T* address, T value) {
+__device__ __forceinline__ T atomic_add(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_add");
   if constexpr (std::is_integral_v<T> && sizeof(T) == 8)  // two's complement: unsigned addition
     return T(atomicAdd(detail::cuda::as_bits(address), static_cast<unsigned long long>(value)));
@@ -87,7 +87,7 @@ __device__ __forceinline__ T atomic_add(T* address, T value) {
     return T(atomicAdd(detail::cuda::native(address), static_cast<detail::cuda::native_t<T>>(value)));
 }
 template <class T>
-__device__ __forceinline__ T atomic_sub(T* address, T value) {
+__device__ __forceinline__ T atomic_sub(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_sub");
   if constexpr (std::is_integral_v<T> && sizeof(T) == 4)
     return T(atomicSub(detail::cuda::native(address), static_cast<detail::cuda::native_t<T>>(value)));
@@ -97,7 +97,7 @@ __device__ __forceinline__ T atomic_sub(T* address, T value) {
     return atomicAdd(address, -value);
 }
 template <class T>
-__device__ __forceinline__ T atomic_max(T* address, T value) {
+__device__ __forceinline__ T atomic_max(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_max");
   if constexpr (std::is_integral_v<T>)
     return T(atomicMax(detail::cuda::native(address), static_cast<detail::cuda::native_t<T>>(value)));
@@ -105,7 +105,7 @@ __device__ __forceinline__ T atomic_max(T* address, T value) {
     return detail::cuda::atomic_update(address, [value](T old) { return !(old < value); }, [value](T) { return value; });
 }
 template <class T>
-__device__ __forceinline__ T atomic_min(T* address, T value) {
+__device__ __forceinline__ T atomic_min(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_min");
   if constexpr (std::is_integral_v<T>)
     return T(atomicMin(detail::cuda::native(address), static_cast<detail::cuda::native_t<T>>(value)));
@@ -113,22 +113,22 @@ __device__ __forceinline__ T atomic_min(T* address, T value) {
     return detail::cuda::atomic_update(address, [value](T old) { return !(value < old); }, [value](T) { return value; });
 }
 template <class T>
-__device__ __forceinline__ T atomic_and(T* address, T value) {
+__device__ __forceinline__ T atomic_and(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_and");
   return T(atomicAnd(detail::cuda::as_bits(address), static_cast<detail::cuda::bits_t<T>>(value)));
 }
 template <class T>
-__device__ __forceinline__ T atomic_or(T* address, T value) {
+__device__ __forceinline__ T atomic_or(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_or");
   return T(atomicOr(detail::cuda::as_bits(address), static_cast<detail::cuda::bits_t<T>>(value)));
 }
 template <class T>
-__device__ __forceinline__ T atomic_xor(T* address, T value) {
+__device__ __forceinline__ T atomic_xor(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_INTEGER(T, "devctx::atomic_xor");
   return T(atomicXor(detail::cuda::as_bits(address), static_cast<detail::cuda::bits_t<T>>(value)));
 }
 template <class T>
-__device__ __forceinline__ T atomic_inc(T* address, T limit) {
+__device__ __forceinline__ T atomic_inc(T* address, std::type_identity_t<T> limit) {
   DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_inc");
   if constexpr (sizeof(T) == 4)
     return atomicInc(detail::cuda::as_bits(address), limit);
@@ -136,7 +136,7 @@ __device__ __forceinline__ T atomic_inc(T* address, T limit) {
     return detail::cuda::atomic_update(address, [](T) { return false; }, [limit](T old) { return old >= limit ? T{0} : T(old + 1); });
 }
 template <class T>
-__device__ __forceinline__ T atomic_dec(T* address, T limit) {
+__device__ __forceinline__ T atomic_dec(T* address, std::type_identity_t<T> limit) {
   DEVCTX_ATOMIC_UNSIGNED(T, "devctx::atomic_dec");
   if constexpr (sizeof(T) == 4)
     return atomicDec(detail::cuda::as_bits(address), limit);
@@ -145,7 +145,7 @@ __device__ __forceinline__ T atomic_dec(T* address, T limit) {
                                        [limit](T old) { return old == 0 || old > limit ? limit : T(old - 1); });
 }
 template <class T>
-__device__ __forceinline__ T atomic_exchange(T* address, T value) {
+__device__ __forceinline__ T atomic_exchange(T* address, std::type_identity_t<T> value) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_exchange");
   if constexpr (std::is_same_v<T, float>)
     return atomicExch(address, value);
@@ -153,7 +153,7 @@ __device__ __forceinline__ T atomic_exchange(T* address, T value) {
     return detail::cuda::bit_cast<T>(atomicExch(detail::cuda::as_bits(address), detail::cuda::bit_cast<detail::cuda::bits_t<T>>(value)));
 }
 template <class T>
-__device__ __forceinline__ T atomic_cas(T* address, T expected, T desired) {
+__device__ __forceinline__ T atomic_cas(T* address, std::type_identity_t<T> expected, std::type_identity_t<T> desired) {
   DEVCTX_ATOMIC_ARITHMETIC(T, "devctx::atomic_cas");
   using B = detail::cuda::bits_t<T>;
   return detail::cuda::bit_cast<T>(atomicCAS(detail::cuda::as_bits(address), detail::cuda::bit_cast<B>(expected),
