@@ -158,6 +158,41 @@ TEST_P(Graphs, MisuseThrowsAndLeavesEverythingUsable) {
       s.enqueue_function<affine>({.grid_dim = 1, .block_dim = 1u << 20}, x, 1u, 1u);
     });
   });
+  // Work enqueued through the context being recorded from instead of the recording stream: each
+  // kind is refused at the call, nothing runs (sum keeps its poison), and a recording that ends
+  // with nothing recorded is an error rather than an empty graph that replays silently.
+  const auto poison = devctx_test::poison_value<std::uint32_t>();
+  ctx().enqueue_memset(sum, poison);
+  expect_error(devctx::Errc::invalid_argument, "enqueue_function<accumulate> on", [&] {
+    (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) { ctx().enqueue_function<accumulate>(cfg, x, sum); });
+  });
+  expect_error(devctx::Errc::invalid_argument, "while Graph::record records from this stream", [&] {
+    (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef s) {
+      s.enqueue_function<accumulate>(cfg, x, sum);
+      ctx().enqueue_memset(sum, 0u);
+    });
+  });
+  expect_error(devctx::Errc::invalid_argument, "enqueue_copy on", [&] {
+    (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) { ctx().enqueue_copy(sum, x); });
+  });
+  expect_error(devctx::Errc::invalid_argument, "nothing was recorded: enqueue on the stream passed to the recording function",
+               [&] { (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) {}); });
+  {
+    // Work on another stream runs at once, as it always does; the recording holds none of it.
+    devctx::Stream other = ctx().create_stream();
+    ctx().synchronize();  // the poison memset above before the other stream's memset
+    expect_error(devctx::Errc::invalid_argument, "nothing was recorded", [&] {
+      (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) { other.enqueue_memset(sum, 0u); });
+    });
+    other.synchronize();
+    EXPECT_TRUE(devctx_test::all_equal(std::vector<std::uint32_t>(n, 0u), download(ctx(), sum)));
+    ctx().enqueue_memset(sum, poison);
+  }
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<std::uint32_t>(n, poison), download(ctx(), sum)));
+  // Once the recording is over (finished or failed), the context takes work again.
+  ctx().enqueue_memset(sum, 1u);
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<std::uint32_t>(n, 1u), download(ctx(), sum)));
+
   devctx::StreamRef kept(nullptr);
   devctx::Graph g = devctx::Graph::record(ctx(), [&](devctx::StreamRef s) {
     s.enqueue_function<accumulate>(cfg, x, sum);

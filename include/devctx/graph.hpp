@@ -50,6 +50,14 @@ class Graph {
   /// stay valid until every replay) throw devctx::Error (invalid_argument) on the recording
   /// stream; an exception from `f` propagates and no graph is made. Returns without running
   /// anything; nothing is enqueued on `on`.
+  ///
+  /// Work must go to the StreamRef that `f` receives. While `f` runs, a copy, memset, launch or
+  /// Graph::enqueue on `on` itself from this thread (`ctx.enqueue_function` instead of
+  /// `s.enqueue_function`) throws devctx::Error (invalid_argument) and is not enqueued: it would
+  /// run at once and be missing from the graph. Creating buffers on `on` and work on other
+  /// streams stay allowed (they run now, as usual). A recording that ends with no operation
+  /// throws devctx::Error (invalid_argument, "nothing was recorded") instead of making an empty
+  /// graph.
   template <class F>
   [[nodiscard]] static Graph record(StreamRef on, F&& f) {
     std::shared_ptr<detail::QueueImpl> recorder = detail::queue_graph_recorder(on.queue());

@@ -147,6 +147,7 @@ std::optional<std::size_t> volume(const Dim3& d) {
 }  // namespace
 
 void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::size_t element_bytes) {
+  refuse_if_recorded_from(queue, "enqueue_copy");
   const CrossCopy cross = cross_copy_kind(queue, dst, src);
   if (dst.count != src.count)
     fail(Errc::size_mismatch, "enqueue_copy on ", queue.device().label(), ": the destination ", dst.what, " has ",
@@ -198,6 +199,7 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
 }
 
 void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes) {
+  refuse_if_recorded_from(queue, "enqueue_memset");
   if (dst.kind == MemKind::host_pageable)
     fail(Errc::invalid_argument, "enqueue_memset on ", queue.device().label(),
          ": ordinary host memory cannot be filled in stream order; fill it on the host (std::fill) "
@@ -216,6 +218,7 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
 }
 
 void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
+  refuse_if_recorded_from(queue, "enqueue_function", launch.name);
   DeviceImpl& device = queue.device();
   const DeviceInfo& info = device.info();
   const LaunchConfig& c = launch.config;

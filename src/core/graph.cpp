@@ -19,6 +19,7 @@
 #include "core/allocation.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 namespace devctx::detail {
 
@@ -82,12 +83,30 @@ class GraphImpl {
 
 namespace {
 
+class RecordingQueue;
+/// The innermost Graph::record running on this thread (each recorder keeps the one it hides).
+thread_local RecordingQueue* t_recording = nullptr;
+
 /// The queue a recording stream refers to. Checks happen in the entry points as on any queue;
 /// what passes them lands here. Once the graph is made, it takes kernel updates only.
 class RecordingQueue final : public QueueImpl, public GraphRecorder {
  public:
-  explicit RecordingQueue(DeviceImpl& device) : QueueImpl(device), graph_(std::make_shared<GraphImpl>(device)) {
+  /// Made by Graph::record on the calling thread, recording from `origin` until finish().
+  explicit RecordingQueue(QueueImpl& origin)
+      : QueueImpl(origin.device()), graph_(std::make_shared<GraphImpl>(origin.device())), origin_(&origin) {
     raw_ = graph_.get();
+    hidden_ = t_recording;
+    t_recording = this;
+  }
+  ~RecordingQueue() override { stop_recording(); }
+  RecordingQueue(const RecordingQueue&) = delete;
+  RecordingQueue& operator=(const RecordingQueue&) = delete;
+
+  /// Whether `queue` is recorded from by this recorder or one it hides.
+  [[nodiscard]] bool records_from(const QueueImpl& queue) const noexcept {
+    for (const RecordingQueue* r = this; r != nullptr; r = r->hidden_)
+      if (r->origin_ == &queue) return true;
+    return false;
   }
 
   GraphRecorder* recorder() noexcept override { return this; }
@@ -132,6 +151,11 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
   /// recorder from then on (for updates), so the recorder lets go of it.
   std::shared_ptr<GraphImpl> finish() {
     recording("Graph::record");
+    stop_recording();
+    if (graph_->ops.empty())
+      fail(Errc::invalid_argument, "Graph::record on ", device().label(),
+           ": nothing was recorded: enqueue on the stream passed to the recording function (work enqueued on "
+           "another stream runs at once and is not part of the graph)");
     graph_->native = device().instantiate_graph(graph_->ops);
     finished_ = true;
     return std::move(graph_);
@@ -168,7 +192,15 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
                                               "during that call");
   }
 
+  /// Ends this thread's recording from origin_ (at finish, or when an exception left the function).
+  void stop_recording() noexcept {
+    if (t_recording == this) t_recording = hidden_;
+    origin_ = nullptr;
+  }
+
   std::shared_ptr<GraphImpl> graph_;  ///< while recording
+  QueueImpl* origin_ = nullptr;       ///< the stream Graph::record was given, while recording
+  RecordingQueue* hidden_ = nullptr;  ///< the recording this one hides on its thread
   GraphImpl* raw_ = nullptr;          ///< the graph, recording or not
   bool finished_ = false;
   std::function<void(const KernelLaunch&)> update_;
@@ -177,7 +209,15 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
 }  // namespace
 
 std::shared_ptr<QueueImpl> queue_graph_recorder(QueueImpl& queue) {
-  return std::make_shared<RecordingQueue>(queue.device());
+  return std::make_shared<RecordingQueue>(queue);
+}
+
+void refuse_if_recorded_from(const QueueImpl& queue, const char* operation, std::string_view kernel) {
+  if (t_recording == nullptr || !t_recording->records_from(queue)) [[likely]]
+    return;
+  fail(Errc::invalid_argument, kernel.empty() ? std::string(operation) : launch_operation(kernel), " on ",
+       queue.device().label(), " while Graph::record records from this stream: the work would run now and not be part "
+       "of the graph; enqueue it on the stream passed to the recording function");
 }
 
 std::shared_ptr<GraphImpl> graph_finish(QueueImpl& recorder) {
@@ -194,6 +234,7 @@ void graph_enqueue(QueueImpl& queue, GraphImpl& graph) {
     fail(Errc::wrong_device, "Graph::enqueue on ", queue.device().label(), ": the graph was recorded on ",
          graph.device().label(), "; replay it on a stream of that device");
   if (queue.recorder() != nullptr) refuse(queue.device(), "Graph::enqueue");
+  refuse_if_recorded_from(queue, "Graph::enqueue");
   const std::lock_guard lock(graph.mutex);
   if (graph.native && !queue.checking()) {
     // The frees of the buffers the graph uses wait for this replay, as for the same work enqueued.

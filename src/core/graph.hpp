@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <devctx/detail/host/seam.hpp>
@@ -59,5 +60,10 @@ class GraphRecorder {
   virtual void record_fill(const MemRef& dst, const void* value, std::size_t element_bytes) = 0;
   virtual void record_launch(const KernelLaunch& launch) = 0;
 };
+
+/// Throws Error(invalid_argument) when this thread is inside Graph::record's function recording
+/// from `queue`: work enqueued on the recorded-from stream instead of the recording one would run
+/// at once and be missing from the graph. `kernel` names the launch, if one.
+void refuse_if_recorded_from(const QueueImpl& queue, const char* operation, std::string_view kernel = {});
 
 }  // namespace devctx::detail
