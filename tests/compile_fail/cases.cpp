@@ -14,6 +14,7 @@ DEVCTX_KERNEL void takes_span(devctx::span<float> out) {
 }
 DEVCTX_KERNEL void takes_const_span(devctx::span<const float> in, devctx::span<float> out) { out[0] = in[0]; }
 DEVCTX_KERNEL void takes_pointer(float* p) { p[0] = 1.0f; }
+DEVCTX_KERNEL void takes_const_pointer(const float* in, float* out) { out[0] = in[0]; }
 DEVCTX_KERNEL void takes_scalar(int v, devctx::span<int> out) { out[0] = v; }
 DEVCTX_KERNEL void takes_reference(const int& v, devctx::span<int> out) { out[0] = v; }
 DEVCTX_KERNEL void takes_string(std::string s, devctx::span<int> out) { out[0] = int(s.size()); }
@@ -65,6 +66,12 @@ void cases(devctx::DeviceContext& ctx) {
   d.enqueue_copy_to(h);
   d.enqueue_fill(1.0f);
   (void)d.view_as<int>();
+  ctx.enqueue_function<takes_pointer>(cfg, d);
+  ctx.enqueue_function<takes_pointer>(cfg, d.slice(4, 8));
+  ctx.enqueue_function<takes_pointer>(cfg, devctx::tensor(d, DynMat(4, 8)));
+  ctx.enqueue_function<takes_const_pointer>(cfg, cd, d);
+  ctx.enqueue_function<takes_const_pointer>(cfg, cd.slice(0, 4), d.span());
+  ctx.enqueue_function<takes_const_pointer>(cfg, nullptr, d);
 #elif defined(CASE_map_const_buffer_mutably)
   const auto& cd = d;
   cd.map_to_host([](std::span<float> s) { s[0] = 1.0f; });
@@ -145,6 +152,20 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_tensor>(cfg, devctx::tensor(d, devctx::ColMajor<devctx::dyn, devctx::dyn>(4, 8)));
 #elif defined(CASE_tensor_for_span_parameter)
   ctx.enqueue_function<takes_span>(cfg, devctx::tensor(d, DynMat(4, 8)));
+#elif defined(CASE_host_buffer_to_pointer_parameter)
+  ctx.enqueue_function<takes_pointer>(cfg, h);
+#elif defined(CASE_vector_to_pointer_parameter)
+  ctx.enqueue_function<takes_const_pointer>(cfg, v, d);
+#elif defined(CASE_const_buffer_to_writable_pointer)
+  const auto& cd = d;
+  ctx.enqueue_function<takes_pointer>(cfg, cd);
+#elif defined(CASE_const_slice_to_writable_pointer)
+  const auto& cd = d;
+  ctx.enqueue_function<takes_pointer>(cfg, cd.slice(0, 4));
+#elif defined(CASE_wrong_buffer_element_type_for_pointer)
+  ctx.enqueue_function<takes_pointer>(cfg, di);
+#elif defined(CASE_scalar_for_pointer_parameter)
+  ctx.enqueue_function<takes_pointer>(cfg, 3);
 #elif defined(CASE_tensor_wrong_rank_index)
   devctx::LayoutTensor<float, DynMat> t(v.data(), 4, 8);
   (void)t(1);

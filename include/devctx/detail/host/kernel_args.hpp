@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // devctx/detail/host/kernel_args.hpp - the one place where launch arguments become kernel
-// parameters: buffers become spans (or, with a layout, tensors), scalars pass by value, host
-// memory is rejected at compile time, and argument count and types are checked against the
-// kernel's parameters.
+// parameters: buffers become spans, raw pointers (T*, const T*) or, with a layout, tensors;
+// scalars pass by value, host memory is rejected at compile time, and argument count and types
+// are checked against the kernel's parameters.
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
@@ -54,6 +54,14 @@ template <std::size_t I, class T>
 struct PackLeaf {
   T value;
 };
+/// A pointer parameter also keeps how many elements its argument (a buffer, slice, tensor or
+/// span) holds from the pointer on, which checking mode treats as a span argument's range.
+template <std::size_t I, class T>
+  requires std::is_object_v<T>
+struct PackLeaf<I, T*> {
+  T* value;
+  std::size_t reach;
+};
 template <class Seq, class... P>
 struct PackImpl;
 template <std::size_t... I, class... P>
@@ -91,6 +99,10 @@ template <class T, class A> struct is_host_memory<std::vector<T, A>> : std::true
 template <class T, std::size_t N> struct is_host_memory<std::span<T, N>> : std::true_type {};
 template <class T, std::size_t N> struct is_host_memory<std::array<T, N>> : std::true_type {};
 template <class T> struct is_host_memory<T*> : std::true_type {};
+
+/// A kernel parameter that is a pointer to an object type (float*, const Particle*).
+template <class P>
+inline constexpr bool is_object_pointer_v = std::is_pointer_v<P> && std::is_object_v<std::remove_pointer_t<P>>;
 
 template <class A>
 constexpr bool refers_to_buffer = is_device_buffer<std::remove_cvref_t<A>>::value ||
@@ -141,6 +153,51 @@ inline P map_tensor_arg(A&& arg) {
   }
 }
 
+/// Maps a launch argument (a DeviceBuffer, slice, DeviceView, DeviceTensor or devctx::span) to
+/// the kernel's pointer parameter P (T* or const T*): the address of its first element, with
+/// the const rules of span<T> parameters.
+template <class P, class A>
+inline P map_pointer_arg(A&& arg) {
+  using D = std::remove_cvref_t<A>;
+  using Elem = std::remove_pointer_t<P>;
+  if constexpr (is_device_buffer<D>::value) {
+    using T = std::remove_reference_t<decltype(*arg.data())>;
+    static_assert(std::is_same_v<std::remove_cv_t<Elem>, std::remove_cv_t<T>>,
+                  "the buffer's element type differs from the kernel's T* parameter");
+    static_assert(std::is_const_v<Elem> || !std::is_const_v<std::remove_reference_t<A>>,
+                  "a const DeviceBuffer was passed where the kernel writes (T*): take const T* in the "
+                  "kernel or pass a non-const buffer");
+    return arg.data();
+  } else if constexpr (is_device_slice<D>::value || is_devctx_span<D>::value || is_device_tensor<D>::value) {
+    auto* data = [&] {
+      if constexpr (is_device_tensor<D>::value) return arg.slice().data();
+      else return arg.data();
+    }();
+    using T = std::remove_pointer_t<decltype(data)>;
+    static_assert(std::is_same_v<std::remove_cv_t<Elem>, std::remove_cv_t<T>>,
+                  "the argument's element type differs from the kernel's T* parameter");
+    static_assert(std::is_const_v<Elem> || !std::is_const_v<T>,
+                  "a read-only slice, view, span or tensor (of const elements) was passed where the "
+                  "kernel writes (T*): take const T* in the kernel");
+    return data;
+  } else {
+    static_assert(sizeof(D) == 0,
+                  "the kernel's parameter is a pointer (T*): pass a DeviceBuffer<T>, one of its slices, "
+                  "a DeviceView, devctx::tensor(...) or a devctx::span<T> (or nullptr)");
+    return nullptr;
+  }
+}
+
+/// How many elements a pointer argument reaches from its first (checking mode's range for it).
+template <class A>
+inline std::size_t pointer_reach(const A& arg) {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (is_device_tensor<D>::value) return arg.layout().span_size();
+  else if constexpr (is_device_buffer<D>::value || is_device_slice<D>::value || is_devctx_span<D>::value)
+    return arg.size();
+  else return 0;
+}
+
 /// Maps launch argument number I (type A) to kernel parameter type P.
 template <std::size_t I, class P, class A>
 inline P map_arg(A&& arg) {
@@ -152,14 +209,17 @@ inline P map_arg(A&& arg) {
                 "kernel parameters must be trivially copyable: they are copied to the device");
   static_assert(!is_host_memory<D>::value,
                 "a kernel argument is host memory (HostBuffer, std::vector, std::span, std::array "
-                "or a raw pointer): kernels cannot read host memory. Copy the data to a "
-                "DeviceBuffer with enqueue_copy first and pass the DeviceBuffer.");
+                "or a raw pointer, which carries no buffer devctx can check): kernels cannot read host "
+                "memory. Copy the data to a DeviceBuffer with enqueue_copy first and pass the "
+                "DeviceBuffer (or a slice of it), also where the kernel takes a T* parameter.");
   if constexpr (is_layout_tensor<P>::value) {
     return map_tensor_arg<P>(std::forward<A>(arg));
+  } else if constexpr (is_object_pointer_v<P> && !std::is_null_pointer_v<D>) {
+    return map_pointer_arg<P>(std::forward<A>(arg));
   } else if constexpr (is_device_buffer<D>::value || is_device_slice<D>::value) {
     static_assert(is_devctx_span<P>::value,
                   "a DeviceBuffer or slice was passed where the kernel's parameter is not a "
-                  "devctx::span<T>");
+                  "devctx::span<T> or a pointer (T*)");
     using Elem = typename P::element_type;
     if constexpr (is_device_buffer<D>::value) {
       using T = std::remove_const_t<decltype(*arg.data())>;
@@ -188,6 +248,17 @@ inline P map_arg(A&& arg) {
     static_assert(std::is_constructible_v<P, A&&>,
                   "a kernel argument cannot be converted to the kernel's parameter type");
     return P(std::forward<A>(arg));
+  }
+}
+
+/// Kernel parameter number I (type P) made from launch argument `arg`, as stored in the ArgPack.
+template <std::size_t I, class P, class A>
+inline PackLeaf<I, P> make_leaf(A&& arg) {
+  if constexpr (is_object_pointer_v<P>) {
+    const std::size_t reach = pointer_reach(arg);
+    return {map_arg<I, P>(std::forward<A>(arg)), reach};
+  } else {
+    return {map_arg<I, P>(std::forward<A>(arg))};
   }
 }
 

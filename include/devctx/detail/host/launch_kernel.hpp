@@ -154,14 +154,20 @@ constexpr std::string_view type_name() {
   return text.substr(begin, end - begin);
 }
 
-/// KernelLaunch::cpu_spans for one parameter list.
+/// KernelLaunch::cpu_spans for one parameter list: its span, tensor and pointer parameters.
 template <class... P, std::size_t... I>
 std::size_t cpu_spans(const void* packed, LaunchSpan* out, std::index_sequence<I...>) {
   const auto& pack = *static_cast<const ArgPack<P...>*>(packed);
   std::size_t n = 0;
-  [[maybe_unused]] auto one = [&](const auto& param, unsigned argument) {
+  [[maybe_unused]] auto one = [&](const auto& leaf, unsigned argument) {
+    const auto& param = leaf.value;
     using Param = std::remove_cvref_t<decltype(param)>;
-    if constexpr (is_devctx_span<Param>::value) {
+    if constexpr (is_object_pointer_v<Param>) {
+      // A T* parameter: the range of the buffer, slice, tensor or span it was made from.
+      using T = std::remove_pointer_t<Param>;
+      static constexpr std::string_view type = type_name<Param>();
+      if (leaf.reach > 0) out[n++] = {param, leaf.reach, sizeof(T), argument, type, std::is_const_v<T>};
+    } else if constexpr (is_devctx_span<Param>::value) {
       using T = typename Param::element_type;
       static constexpr std::string_view type = type_name<Param>();
       out[n++] = {param.data(), param.size(), sizeof(T), argument, type, std::is_const_v<T>};
@@ -172,7 +178,7 @@ std::size_t cpu_spans(const void* packed, LaunchSpan* out, std::index_sequence<I
       out[n++] = {param.data(), param.span_size(), sizeof(T), argument, type, std::is_const_v<T>};
     }
   };
-  (one(pack_get<I>(pack), unsigned(I + 1)), ...);
+  (one(static_cast<const PackLeaf<I, P>&>(pack), unsigned(I + 1)), ...);
   return n;
 }
 template <class... P>
@@ -207,7 +213,7 @@ struct Launcher {
   template <class Sink, class... A, std::size_t... I>
   static void launch(Sink&& sink, const LaunchConfig& config, std::index_sequence<I...>, A&&... args) {
     using Sig = KernelSignature<decltype(K)>;
-    ArgPack<P...> pack{{map_arg<I, P>(std::forward<A>(args))}...};
+    ArgPack<P...> pack{make_leaf<I, P>(std::forward<A>(args))...};
     Allocation* buffers[sizeof...(A) + 1] = {buffer_of(args)..., nullptr};
 
     KernelLaunch l;
