@@ -4,6 +4,8 @@
 #   <libdir>/libdevctx.a, or libdevctx.so.X.Y.Z and its SONAME link   (component devctx_runtime)
 #   <libdir>/libdevctx.so (the link to build against), <includedir>/devctx/,
 #   <libdir>/cmake/devctx/ (find_package), <libdir>/pkgconfig/devctx.pc (component devctx_development)
+#   libdevctx_mpi (devctx::mpi, Communicator::create_mpi) and devctx-mpi.pc beside libdevctx and
+#   devctx.pc, in the same components; only they refer to MPI (cmake/devctxMpi.cmake)
 #   <docdir> = share/doc/devctx: LICENSE, README.md, CHANGELOG.md      (component devctx_runtime)
 # The package files are relocatable: the CMake ones find their prefix from their own location,
 # devctx.pc through ${pcfiledir}.
@@ -16,6 +18,12 @@ install(TARGETS devctx EXPORT devctxTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT devctx_runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/devctx DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devctx_development)
 install(EXPORT devctxTargets NAMESPACE devctx:: DESTINATION ${_devctx_cmake_dir} COMPONENT devctx_development)
+# devctx::mpi in a file of its own, which devctxConfig.cmake reads only for the component `mpi`.
+install(TARGETS devctx_mpi EXPORT devctxMpiTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devctx_development
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devctx_runtime NAMELINK_COMPONENT devctx_development
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT devctx_runtime)
+install(EXPORT devctxMpiTargets NAMESPACE devctx:: DESTINATION ${_devctx_cmake_dir} COMPONENT devctx_development)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/devctxConfig.cmake.in ${PROJECT_BINARY_DIR}/devctxConfig.cmake
   INSTALL_DESTINATION ${_devctx_cmake_dir} NO_SET_AND_CHECK_MACRO NO_CHECK_REQUIRED_COMPONENTS_MACRO)
 install(FILES
@@ -54,9 +62,6 @@ endif()
 if(DEVCTX_WITH_NCCL)  # communicators of GPUs (cmake/devctxNccl.cmake)
   list(PREPEND _devctx_pc_deps ${DEVCTX_NCCL_LIBRARY})
 endif()
-if(DEVCTX_WITH_MPI)  # Communicator::create_mpi (cmake/devctxMpi.cmake)
-  list(PREPEND _devctx_pc_deps ${MPI_CXX_LIBRARIES})
-endif()
 # A static libdevctx needs its dependencies on every link line; a shared one carries them itself.
 if(DEVCTX_SHARED)
   set(DEVCTX_PC_LIBS "")
@@ -66,8 +71,20 @@ else()
   set(DEVCTX_PC_LIBS_PRIVATE "")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/devctx.pc.in ${PROJECT_BINARY_DIR}/devctx.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/devctx.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-        COMPONENT devctx_development)
+# devctx-mpi.pc: libdevctx_mpi, and for a static one MPI's libraries (cmake/devctxMpi.cmake).
+set(DEVCTX_MPI_PC_LIBS "")
+set(DEVCTX_MPI_PC_LIBS_PRIVATE "")
+if(DEVCTX_WITH_MPI)
+  list(JOIN MPI_CXX_LIBRARIES " " _devctx_mpi_libs)
+  if(DEVCTX_SHARED)
+    set(DEVCTX_MPI_PC_LIBS_PRIVATE "${_devctx_mpi_libs}")
+  else()
+    set(DEVCTX_MPI_PC_LIBS "${_devctx_mpi_libs}")
+  endif()
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/devctx-mpi.pc.in ${PROJECT_BINARY_DIR}/devctx-mpi.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/devctx.pc ${PROJECT_BINARY_DIR}/devctx-mpi.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT devctx_development)
 
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT devctx_runtime)

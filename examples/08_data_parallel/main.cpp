@@ -144,7 +144,11 @@ int main(int argc, char** argv) try {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     if (gpu) contexts.emplace_back(devctx::Api::cuda, (local != nullptr ? std::atoi(local) : 0) % gpus);
     else contexts.emplace_back(devctx::Api::cpu);
+#if defined(EXAMPLE_WITHOUT_DEVCTX_MPI)  // built against a devctx whose devctx::mpi was not found
+    throw devctx::Error(devctx::Errc::not_available, "--mpi: this program was built without devctx::mpi");
+#else
     comms.push_back(devctx::Communicator::create_mpi(contexts[0]));
+#endif
     ranks.push_back(comms[0].rank());
     size = comms[0].size();
   } else if (gpu) {

@@ -84,7 +84,10 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
 ///   keeps its order meanwhile, but synchronizing it before every rank has called waits forever.
 /// - `Communicator::create_mpi(ctx)`: one rank per MPI process, ranks and size of MPI_COMM_WORLD
 ///   (built when CMake finds MPI: mpi_available()); on a GPU, an NCCL communicator whose unique
-///   id MPI broadcasts.
+///   id MPI broadcasts. It lives in a library of its own, so that programs that do not call it
+///   need no MPI: link `devctx::mpi` (find_package(devctx COMPONENTS mpi), pkg-config
+///   devctx-mpi); without it a program that calls create_mpi fails to link (undefined
+///   devctx::detail::comm_create_mpi).
 ///
 /// Misuse throws devctx::Error before anything is enqueued on the calling rank: buffers of
 /// another device (wrong_device), sizes that do not fit the collective (size_mismatch), a root or
@@ -114,7 +117,7 @@ class Communicator {
   }
   /// This process's rank of MPI_COMM_WORLD on `context`'s device (MPI is initialised if the
   /// program has not done so). Throws Error(not_available) when devctx was built without MPI,
-  /// or, for a GPU, without NCCL.
+  /// or, for a GPU, without NCCL. Needs the devctx::mpi library (see above).
   [[nodiscard]] static Communicator create_mpi(DeviceContext& context) {
     return Communicator(detail::comm_create_mpi(context.queue()), &context.queue());
   }

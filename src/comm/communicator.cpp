@@ -88,8 +88,8 @@ std::vector<std::shared_ptr<CommImpl>> comm_create_group(QueueImpl* const* queue
        ": collectives are built for CPU devices and GPUs only");
 }
 
-std::shared_ptr<CommImpl> comm_create_mpi(QueueImpl& queue) { return create_mpi_rank(queue); }
-bool comm_mpi_built() noexcept { return mpi_built(); }
+// comm_create_mpi is the devctx_mpi library's (src/comm/mpi_comm.cpp or mpi_absent.cpp).
+bool comm_mpi_built() noexcept { return DEVCTX_MPI_BUILT != 0; }
 
 int comm_rank(const CommImpl& comm) noexcept { return comm.rank(); }
 int comm_size(const CommImpl& comm) noexcept { return comm.size(); }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/comm/engines.hpp - the entry points of each communicator engine (each defined in its own
-// file: the CPU devices' in src/backends/cpu, MPI's in src/comm/mpi_comm.cpp or mpi_absent.cpp,
-// NCCL's in src/backends/cuda/nccl_comm.cpp or nccl_absent.cpp).
+// file: the CPU devices' in src/backends/cpu, NCCL's in src/backends/cuda/nccl_comm.cpp or
+// nccl_absent.cpp). MPI's (comm_create_mpi, declared in <devctx/comm.hpp>) is the devctx_mpi
+// library's, devctx::mpi: src/comm/mpi_comm.cpp, or mpi_absent.cpp in a build without MPI.
 #pragma once
 
 #include <array>
@@ -15,9 +16,6 @@ namespace devctx::detail {
 
 /// Ranks 0..count-1 over CPU devices of this process, rank i on queues[i]'s device (distinct, checked).
 [[nodiscard]] std::vector<std::shared_ptr<CommImpl>> create_cpu_group(QueueImpl* const* queues, std::size_t count);
-/// This process's rank of MPI_COMM_WORLD; Error(not_available) without MPI.
-[[nodiscard]] std::shared_ptr<CommImpl> create_mpi_rank(QueueImpl& queue);
-[[nodiscard]] bool mpi_built() noexcept;
 
 /// NCCL's unique id of a new communicator (ncclUniqueId), as bytes another process can be sent.
 using NcclId = std::array<char, 128>;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/comm/mpi_comm.cpp - the MPI engine: one rank per process, MPI_COMM_WORLD, on a CPU device
-// (on a GPU, the NCCL engine's rank, whose unique id this file broadcasts with MPI).
+// (on a GPU, the NCCL engine's rank, whose unique id this file broadcasts with MPI). Built into
+// the devctx_mpi library (devctx::mpi, cmake/devctxMpi.cmake), so that only programs that call
+// Communicator::create_mpi link MPI.
 // Each call is a host task in the rank's stream order that runs MPI's own nonblocking
 // collective on the buffers (CPU device memory is host memory) and polls it against
 // DEVCTX_COMM_TIMEOUT_S, so that a rank whose partners never call fails instead of hanging.
@@ -204,7 +206,7 @@ class MpiRank final : public CommImpl {
 
 }  // namespace
 
-std::shared_ptr<CommImpl> create_mpi_rank(QueueImpl& queue) {
+std::shared_ptr<CommImpl> comm_create_mpi(QueueImpl& queue) {
   const bool gpu = queue.device().info().api == Api::cuda;
   // Every rank runs the same build: all of them refuse here, none waits in MPI_Bcast for rank 0.
   if (gpu && !nccl_built())
@@ -236,7 +238,5 @@ std::shared_ptr<CommImpl> create_mpi_rank(QueueImpl& queue) {
          "its message says why)");
   return create_nccl_rank(queue, rank, size, id);
 }
-
-bool mpi_built() noexcept { return true; }
 
 }  // namespace devctx::detail

@@ -14,10 +14,13 @@
 # without (nvcc taken out of PATH). Also: a shared libdevctx installed in the Debian layout
 # (SONAME, no static TLS, loaded with dlopen by a module after the static TLS surplus is used
 # up), the CUDA runtime a program ends up with (exactly one), components that are missing,
-# pkg-config, and the Conan recipe (conan create).
+# pkg-config, the Conan recipe (conan create), and MPI as the separate component `mpi` (when the
+# CPU build has MPI): programs that do not ask for it configure, build and run where
+# find_package(MPI) finds nothing, and mpi_app uses it through devctx::mpi and devctx-mpi.pc.
 #
 # DEVCTX_CONSUMERS_ONLY=<regex> runs only the jobs and checks whose names match (while working
-# on one route).
+# on one route); the shared Debian-layout build only when "shared" matches, PyPI's CMake and Conan
+# only when "pypi" or "conan" does (DEVCTX_CONSUMERS_ONLY=mpi: the MPI jobs alone, in a minute).
 #
 # CPU_BUILD and CUDA_BUILD are configured and built devctx trees (CPU-only, and with CUDA), as
 # scripts/test.sh leaves them; they are installed into WORKDIR and the routes that build devctx
@@ -53,14 +56,18 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # ---- tools ---------------------------------------------------------------------------------------
 step "tools: a current CMake and Conan from PyPI in $work/venv"
 venv="$work/venv"
-if ! "$venv/bin/pip" show -q "${pypi_cmake%%==*}" "${pypi_conan%%==*}" > /dev/null 2>&1 ||
+if ! wanted pypi && ! wanted conan; then
+  echo "(not needed for the jobs selected)"
+elif ! "$venv/bin/pip" show -q "${pypi_cmake%%==*}" "${pypi_conan%%==*}" > /dev/null 2>&1 ||
    [[ "$("$venv/bin/cmake" --version 2> /dev/null | head -1)" != "cmake version ${pypi_cmake#*==}" ]]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "$pypi_cmake" "$pypi_conan"
 fi
 cmake_debian=$(command -v cmake)
 cmake_pypi="$venv/bin/cmake"
-echo "Debian's: $("$cmake_debian" --version | head -1); PyPI's: $("$cmake_pypi" --version | head -1); $("$venv/bin/conan" --version)"
+if wanted pypi || wanted conan; then
+  echo "Debian's: $("$cmake_debian" --version | head -1); PyPI's: $("$cmake_pypi" --version | head -1); $("$venv/bin/conan" --version)"
+fi
 
 if command -v ccache > /dev/null; then
   export CCACHE_DIR="$work/ccache" CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE=2G
@@ -102,6 +109,8 @@ fi
 # into a staging directory).
 shared_build="$work/shared-build"
 stage="$work/stage"
+multiarch="" libdir=""
+if wanted shared; then
 rm -rf "$shared_build"
 # -O2 without debug information: what is checked here is the layout, not the code (and CI's time).
 env PATH="$nocuda_path" cmake -S "$src" -B "$shared_build" -G Ninja "${nocuda_cmake[@]}" -DCMAKE_BUILD_TYPE=Release \
@@ -117,8 +126,9 @@ libdir="$stage/usr/$multiarch"
 version=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$shared_build/devctxConfigVersion.cmake")
 soversion=${version%.*}
 for f in "$multiarch/libdevctx.so.$version" "$multiarch/libdevctx.so.$soversion" "$multiarch/libdevctx.so" \
+         "$multiarch/libdevctx_mpi.so.$version" "$multiarch/libdevctx_mpi.so" "$multiarch/cmake/devctx/devctxMpiTargets.cmake" \
          "$multiarch/cmake/devctx/devctxConfig.cmake" "$multiarch/cmake/devctx/devctxConfigVersion.cmake" \
-         "$multiarch/pkgconfig/devctx.pc" include/devctx/devctx.hpp include/devctx/version.hpp \
+         "$multiarch/pkgconfig/devctx.pc" "$multiarch/pkgconfig/devctx-mpi.pc" include/devctx/devctx.hpp include/devctx/version.hpp \
          share/doc/devctx/LICENSE share/doc/devctx/CHANGELOG.md bin/devctx; do
   [[ -e "$stage/usr/$f" ]] || fail "the Debian-layout install has no /usr/$f"
 done
@@ -127,16 +137,19 @@ dynamic=$(readelf -dW "$libdir/libdevctx.so.$version")
 grep -q "Library soname: \[libdevctx.so.$soversion\]" <<< "$dynamic" || fail "libdevctx's SONAME is not libdevctx.so.$soversion"
 grep -q "STATIC_TLS" <<< "$dynamic" && fail "libdevctx.so uses static (initial-exec) TLS: dlopen may fail"
 grep -q "TEXTREL" <<< "$dynamic" && fail "libdevctx.so has text relocations"
-# The runtime component alone: the shared library (SONAME link included) and the docs.
+# The runtime component alone: the shared libraries (SONAME links included) and the docs.
 DESTDIR="$work/stage-runtime" cmake --install "$shared_build" --component devctx_runtime > /dev/null
-runtime_files=$(cd "$work/stage-runtime" && find . \( -type f -o -type l \) | sort | paste -sd' ')
-[[ "$runtime_files" == "./usr/$multiarch/libdevctx.so.$soversion ./usr/$multiarch/libdevctx.so.$version ./usr/share/doc/devctx/CHANGELOG.md ./usr/share/doc/devctx/LICENSE ./usr/share/doc/devctx/README.md" ]] ||
+runtime_files=$(cd "$work/stage-runtime" && find . \( -type f -o -type l \) | LC_ALL=C sort | paste -sd' ')
+[[ "$runtime_files" == "./usr/$multiarch/libdevctx.so.$soversion ./usr/$multiarch/libdevctx.so.$version ./usr/$multiarch/libdevctx_mpi.so.$soversion ./usr/$multiarch/libdevctx_mpi.so.$version ./usr/share/doc/devctx/CHANGELOG.md ./usr/share/doc/devctx/LICENSE ./usr/share/doc/devctx/README.md" ]] ||
   fail "the devctx_runtime component installs: $runtime_files"
 rm -rf "$work/stage-runtime"
 cmake -DVERSION="$version" -DLIBRARY="$libdir/libdevctx.so.$version" -DSHARED=ON -DTOOL="$stage/usr/bin/devctx" \
   -DPKG_CONFIG="$libdir/pkgconfig/devctx.pc" -DCONFIG_VERSION="$libdir/cmake/devctx/devctxConfigVersion.cmake" \
   -P "$src/cmake/devctxCheckVersion.cmake" > "$work/shared-version.log" 2>&1 ||
   { cat "$work/shared-version.log"; fail "the shared install's versions disagree (the tool runs through its RPATH)"; }
+else
+  echo "(the shared Debian-layout build: not needed for the jobs selected)"
+fi
 
 # ---- the jobs ------------------------------------------------------------------------------------
 # job NAME ROUTE CMAKE ENV EXPECT [cmake args...]: configures tests/consumers/ROUTE into
@@ -167,7 +180,9 @@ run_job() {
   [[ $rc -eq 0 ]] || { result "FAIL configure (exit $rc)"; return; }
   env PATH="$path" "$cmake_bin" --build "$dir/build" -j 1 > "$dir/build.log" 2>&1 || { result "FAIL build"; return; }
   local program
-  for program in app host_only; do
+  local programs=(app host_only)
+  [[ -e "$dir/build/mpi_app" ]] && programs+=(mpi_app)
+  for program in "${programs[@]}"; do
     env -u DEVCTX_DEVICE "$dir/build/$program" > "$dir/$program.log" 2>&1 && grep -q '^PASSED' "$dir/$program.log" ||
       { result "FAIL $program: $(tail -1 "$dir/$program.log")"; return; }
   done
@@ -267,8 +282,27 @@ job "nocuda-fetchcontent_find_package-debian-cxx20" fetchcontent_find_package de
   -DDEVCTX_URL="$url" -DCONSUMER_CXX20=ON
 job "nocuda-fetchcontent_find_package-pypi" fetchcontent_find_package pypi nocuda "$installed" \
   -DDEVCTX_URL="$url" -DCMAKE_PREFIX_PATH="$prefix_cpu"
+# MPI is the component `mpi` (devctx::mpi), apart from the rest: against the CPU install (built
+# with MPI here), a project that does not ask for it configures with find_package(MPI) disabled
+# (what a machine without MPI's development files gives) and builds and runs its programs with no
+# MPI on their link line; asking for it there fails, saying why; asked for where MPI is found,
+# mpi_app runs Communicator::create_mpi through devctx::mpi.
+cpu_has_mpi=no
+grep -q '^set(devctx_MPI ON)' "$prefix_cpu/lib/cmake/devctx/devctxBuildInfo.cmake" && cpu_has_mpi=yes
+if [[ $cpu_has_mpi == yes ]]; then
+  job "mpi-hidden-find_package-debian" find_package debian nocuda "mpi=ON mpi_FOUND=TRUE mpi-target=OFF mpi_app=OFF MPI_FOUND=$" \
+    -DCMAKE_PREFIX_PATH="$prefix_cpu" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON
+  job_fails "mpi-hidden-component-mpi" find_package debian nocuda \
+    "the component 'mpi' of this \(static\) devctx links MPI"$'\n'"found no MPI development files" \
+    -DCMAKE_PREFIX_PATH="$prefix_cpu" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON "-DCONSUMER_COMPONENTS=cpu;mpi"
+  job "mpi-component-find_package-debian" find_package debian nocuda "mpi=ON mpi_FOUND=TRUE mpi-target=ON mpi_app=ON MPI_FOUND=TRUE" \
+    -DCMAKE_PREFIX_PATH="$prefix_cpu" "-DCONSUMER_COMPONENTS=cpu;mpi"
+else
+  job_fails "mpi-component-without-mpi" find_package debian nocuda "this devctx was built without MPI"$'\n'"no component 'mpi'" \
+    -DCMAKE_PREFIX_PATH="$prefix_cpu" "-DCONSUMER_COMPONENTS=cpu;mpi"
+fi
 # The shared Debian-layout install, found through its multiarch directory, loaded with dlopen.
-job "shared-find_package-debian-layout" find_package pypi nocuda "consumer: devctx .* SHARED_LIBRARY shared=ON cuda=OFF" \
+wanted shared && job "shared-find_package-debian-layout" find_package pypi nocuda "consumer: devctx .* SHARED_LIBRARY shared=ON cuda=OFF" \
   -DCMAKE_PREFIX_PATH="$stage/usr" -DCONSUMER_DLOPEN=ON -DCONSUMER_CXX20=ON
 wait
 
@@ -321,7 +355,28 @@ pc_check() {
 }
 step "pkg-config"
 pc_check cpu-static "$prefix_cpu/lib/pkgconfig"
-pc_check cpu-shared-debian-layout "$libdir/pkgconfig" "$libdir"
+[[ -n "$libdir" ]] && pc_check cpu-shared-debian-layout "$libdir/pkgconfig" "$libdir"
+# devctx.pc and libdevctx.a know nothing of MPI; devctx-mpi.pc builds mpi_app (with MPI's libraries).
+if [[ $cpu_has_mpi == yes ]] && wanted pkg-config-mpi; then
+  dir="$work/pkg-config-mpi" && rm -rf "$dir" && mkdir -p "$dir"
+  mpi_refs=$(nm -u "$prefix_cpu/lib/libdevctx.a" 2> /dev/null | grep -c ' MPI_\| ompi_' || true)
+  plain=$(PKG_CONFIG_PATH="$prefix_cpu/lib/pkgconfig" pkg-config --libs devctx)
+  flags=$(PKG_CONFIG_PATH="$prefix_cpu/lib/pkgconfig" pkg-config --cflags --libs devctx-mpi) || flags=""
+  if [[ $mpi_refs -ne 0 ]]; then
+    fail "pkg-config mpi: libdevctx.a refers to MPI ($mpi_refs undefined MPI symbols)"
+  elif [[ "$plain" == *mpi* ]]; then
+    fail "pkg-config mpi: devctx.pc names MPI: $plain"
+  elif [[ -z "$flags" ]]; then
+    fail "pkg-config mpi: devctx-mpi.pc not found"
+  # shellcheck disable=SC2086  # the flags are words
+  elif ! c++ -std=c++20 -O1 "$here/common/mpi_app.cpp" $flags -o "$dir/mpi_app" > "$dir/build.log" 2>&1; then
+    fail "pkg-config mpi: building mpi_app with '$flags'"; tail -5 "$dir/build.log"
+  elif ! "$dir/mpi_app" > "$dir/mpi_app.log" 2>&1 || ! grep -q '^PASSED' "$dir/mpi_app.log"; then
+    fail "pkg-config mpi: mpi_app: $(tail -1 "$dir/mpi_app.log")"
+  else
+    printf '  ok  %-48s %s\n' "pkg-config mpi (devctx.pc without MPI)" "$flags"
+  fi
+fi
 [[ -n "$cuda_build" ]] && pc_check cuda-static "$prefix_cuda/lib/pkgconfig"
 
 # ---- Conan ---------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 #   app        kernels (devctx_add_kernels; inside a function with CONSUMER_KERNELS_IN_FUNCTION),
 #              run on the default device
 #   host_only  no kernels: plain C++ against devctx::devctx
+#   mpi_app    with the component `mpi` in CONSUMER_COMPONENTS: Communicator::create_mpi through
+#              devctx::mpi (a singleton MPI rank)
 #   plugin, loader and tls_filler_<bytes>   with CONSUMER_DLOPEN: a module with kernels loaded
 #              by dlopen after the static TLS surplus is used up (see loader.cpp)
 # and reports in one line what the route decided, for run.sh to check.
@@ -26,6 +28,18 @@ endif()
 add_executable(host_only ${_consumer_common}/host_only.cpp)
 target_link_libraries(host_only PRIVATE devctx::devctx)
 
+set(_consumer_mpi_app OFF)
+if("mpi" IN_LIST CONSUMER_COMPONENTS)
+  add_executable(mpi_app)
+  devctx_add_kernels(mpi_app ${_consumer_common}/mpi_app.cpp)
+  target_link_libraries(mpi_app PRIVATE devctx::mpi)
+  set(_consumer_mpi_app ON)
+endif()
+set(_consumer_mpi_target OFF)
+if(TARGET devctx::mpi)
+  set(_consumer_mpi_target ON)
+endif()
+
 if(CONSUMER_DLOPEN)
   add_library(plugin MODULE)
   devctx_add_kernels(plugin ${_consumer_common}/plugin.cpp)
@@ -44,4 +58,5 @@ get_target_property(_consumer_app_architectures app CUDA_ARCHITECTURES)
 get_target_property(_consumer_devctx_type devctx::devctx TYPE)
 message(STATUS "consumer: devctx ${devctx_VERSION} ${_consumer_devctx_type} shared=${devctx_SHARED} cuda=${devctx_CUDA} "
                "cuda_FOUND=${devctx_cuda_FOUND} architectures='${devctx_CUDA_ARCHITECTURES}' "
-               "app-architectures='${_consumer_app_architectures}'")
+               "app-architectures='${_consumer_app_architectures}' mpi=${devctx_MPI} mpi_FOUND=${devctx_mpi_FOUND} "
+               "mpi-target=${_consumer_mpi_target} mpi_app=${_consumer_mpi_app} MPI_FOUND=${MPI_FOUND}")
