@@ -94,11 +94,13 @@ TEST_P(PointerParams, SlicesViewsTensorsAndSpansPointAtTheirFirstElement) {
     if (i >= off && i < off + m) EXPECT_EQ(got[i], a[i - off] + b[i]) << i;
     else EXPECT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>())) << "written outside the slice: " << i;
   }
-  // A DeviceView (of memory devctx does not own) and a tensor pass as their first element too.
+  // A DeviceView (of memory devctx does not own) and a tensor pass as their first element too,
+  // and a read-only view (DeviceView<const float>) where the kernel only reads.
   auto view = devctx::wrap_device_memory(ctx(), da.data(), n);
+  auto read_only = devctx::wrap_device_memory(ctx(), static_cast<const float*>(db.data()), n);
   using Row = devctx::RowMajor<10, 100>;
   auto out2 = devctx_test::poisoned_buffer<float>(ctx(), n);
-  ctx().enqueue_function<vector_add>(cover(n), devctx::tensor(out2, Row{}), view, db, n);
+  ctx().enqueue_function<vector_add>(cover(n), devctx::tensor(out2, Row{}), view, read_only, n);
   std::vector<float> expect(n);
   for (unsigned i = 0; i < n; ++i) expect[i] = a[i] + b[i];
   EXPECT_TRUE(devctx_test::all_equal(expect, download(ctx(), out2)));

@@ -72,6 +72,8 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_const_pointer>(cfg, cd, d);
   ctx.enqueue_function<takes_const_pointer>(cfg, cd.slice(0, 4), d.span());
   ctx.enqueue_function<takes_const_pointer>(cfg, nullptr, d);
+  auto const_view = devctx::wrap_device_memory(ctx, static_cast<const float*>(d.data()), 8);
+  ctx.enqueue_function<takes_const_pointer>(cfg, const_view, d);
 #elif defined(CASE_map_const_buffer_mutably)
   const auto& cd = d;
   cd.map_to_host([](std::span<float> s) { s[0] = 1.0f; });
@@ -162,6 +164,9 @@ void cases(devctx::DeviceContext& ctx) {
 #elif defined(CASE_const_slice_to_writable_pointer)
   const auto& cd = d;
   ctx.enqueue_function<takes_pointer>(cfg, cd.slice(0, 4));
+#elif defined(CASE_const_view_to_writable_pointer)
+  auto view = devctx::wrap_device_memory(ctx, static_cast<const float*>(d.data()), 8);
+  ctx.enqueue_function<takes_pointer>(cfg, view);
 #elif defined(CASE_wrong_buffer_element_type_for_pointer)
   ctx.enqueue_function<takes_pointer>(cfg, di);
 #elif defined(CASE_scalar_for_pointer_parameter)
