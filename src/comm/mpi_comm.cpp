@@ -19,8 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu/cpu_queue.hpp"
-#include "backends/cpu/operations.hpp"
 #include "backends/cpu/settings.hpp"
 #include "comm/comm_impl.hpp"
 #include "comm/engines.hpp"
@@ -121,15 +119,14 @@ class MpiRank final : public CommImpl {
   MpiRank(DeviceImpl& device, int rank, int size) : CommImpl(device, rank, size) {}
 
   void enqueue(QueueImpl& queue, const CollectiveCall& call, std::size_t element_bytes) override {
-    auto& cq = static_cast<cpu::CpuQueue&>(queue);
     const double timeout = cpu::comm_timeout_seconds();
     const std::uint64_t number = calls_++;
     const std::string what = concat("Communicator::", to_string(call.kind), " #", number, " (MPI rank ", rank(), " of ",
                                     size(), ')');
     const int n = size(), me = rank();
-    cq.enqueue(std::make_unique<cpu::HostTaskOp>([call, element_bytes, timeout, what, n, me] {
+    enqueue_cpu_host_task(queue, [call, element_bytes, timeout, what, n, me] {
       run(call, element_bytes, timeout, what, n, me);
-    }));
+    });
   }
 
  private:

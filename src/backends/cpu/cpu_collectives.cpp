@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -362,6 +363,10 @@ std::vector<std::shared_ptr<CommImpl>> create_cpu_group(QueueImpl* const* queues
   for (std::size_t i = 0; i < count; ++i)
     ranks.push_back(std::make_shared<cpu::CpuRank>(queues[i]->device(), int(i), int(count), group));
   return ranks;
+}
+
+void enqueue_cpu_host_task(QueueImpl& queue, std::function<void()> task) {
+  static_cast<cpu::CpuQueue&>(queue).enqueue(std::make_unique<cpu::HostTaskOp>(std::move(task)));
 }
 
 }  // namespace devctx::detail
