@@ -19,8 +19,9 @@
 # find_package(MPI) finds nothing, and mpi_app uses it through devctx::mpi and devctx-mpi.pc.
 #
 # DEVCTX_CONSUMERS_ONLY=<regex> runs only the jobs and checks whose names match (while working
-# on one route); the shared Debian-layout build only when "shared" matches, PyPI's CMake and Conan
-# only when "pypi" or "conan" does (DEVCTX_CONSUMERS_ONLY=mpi: the MPI jobs alone, in a minute).
+# on one route); the shared Debian-layout build only when the regex's text contains "shared", PyPI's
+# CMake and Conan only when it contains "pypi", "conan" or "shared" (DEVCTX_CONSUMERS_ONLY=mpi:
+# the MPI jobs alone, in about a minute).
 #
 # CPU_BUILD and CUDA_BUILD are configured and built devctx trees (CPU-only, and with CUDA), as
 # scripts/test.sh leaves them; they are installed into WORKDIR and the routes that build devctx
@@ -48,6 +49,8 @@ parallel=2
 started=$SECONDS
 only=${DEVCTX_CONSUMERS_ONLY:-}
 wanted() { [[ -z "$only" || "$1" =~ $only ]]; }
+# Whether a selection (DEVCTX_CONSUMERS_ONLY) can include jobs that need WORD's preparation.
+selects() { [[ -z "$only" || "$only" == *"$1"* ]]; }
 
 step() { printf '\n== %s\n' "$*"; }
 failures=0
@@ -56,7 +59,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # ---- tools ---------------------------------------------------------------------------------------
 step "tools: a current CMake and Conan from PyPI in $work/venv"
 venv="$work/venv"
-if ! wanted pypi && ! wanted conan; then
+if ! selects pypi && ! selects conan && ! selects shared; then  # the shared layout's job uses PyPI's CMake
   echo "(not needed for the jobs selected)"
 elif ! "$venv/bin/pip" show -q "${pypi_cmake%%==*}" "${pypi_conan%%==*}" > /dev/null 2>&1 ||
    [[ "$("$venv/bin/cmake" --version 2> /dev/null | head -1)" != "cmake version ${pypi_cmake#*==}" ]]; then
@@ -65,7 +68,7 @@ elif ! "$venv/bin/pip" show -q "${pypi_cmake%%==*}" "${pypi_conan%%==*}" > /dev/
 fi
 cmake_debian=$(command -v cmake)
 cmake_pypi="$venv/bin/cmake"
-if wanted pypi || wanted conan; then
+if selects pypi || selects conan || selects shared; then
   echo "Debian's: $("$cmake_debian" --version | head -1); PyPI's: $("$cmake_pypi" --version | head -1); $("$venv/bin/conan" --version)"
 fi
 
@@ -110,7 +113,7 @@ fi
 shared_build="$work/shared-build"
 stage="$work/stage"
 multiarch="" libdir=""
-if wanted shared; then
+if selects shared; then
 rm -rf "$shared_build"
 # -O2 without debug information: what is checked here is the layout, not the code (and CI's time).
 env PATH="$nocuda_path" cmake -S "$src" -B "$shared_build" -G Ninja "${nocuda_cmake[@]}" -DCMAKE_BUILD_TYPE=Release \
@@ -302,7 +305,7 @@ else
     -DCMAKE_PREFIX_PATH="$prefix_cpu" "-DCONSUMER_COMPONENTS=cpu;mpi"
 fi
 # The shared Debian-layout install, found through its multiarch directory, loaded with dlopen.
-wanted shared && job "shared-find_package-debian-layout" find_package pypi nocuda "consumer: devctx .* SHARED_LIBRARY shared=ON cuda=OFF" \
+selects shared && job "shared-find_package-debian-layout" find_package pypi nocuda "consumer: devctx .* SHARED_LIBRARY shared=ON cuda=OFF" \
   -DCMAKE_PREFIX_PATH="$stage/usr" -DCONSUMER_DLOPEN=ON -DCONSUMER_CXX20=ON
 wait
 
