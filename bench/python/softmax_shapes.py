@@ -8,8 +8,12 @@ exp(x - max) / sum over the last axis, each repeated until about --seconds have 
 once; medians reported). Every element of devctx's result is checked against the NumPy result
 (float64 reference) before timing; the exit status is 1 when one is wrong.
 
+With --old, also the launch shape softmax used before (one 256-thread block per row, forced
+through devctx._devctx._softmax), as a second baseline: on the CPU backend it takes tens of
+seconds for (65536, 1).
+
 usage: softmax_shapes.py [--device cpu|cuda|cuda:N] [--dtype float32|float64] [--seconds S]
-                         [--shapes 65536x1,1x65536,...]
+                         [--shapes 65536x1,1x65536,...] [--old]
 """
 import argparse
 import statistics
@@ -45,12 +49,14 @@ def main():
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--shapes", default=DEFAULT_SHAPES)
+    parser.add_argument("--old", action="store_true", help="also time one 256-thread block per row")
     args = parser.parse_args()
     ctx = devctx.Context(args.device)
     rng = np.random.default_rng(25)
     tolerance = 1e-5 if args.dtype == "float32" else 1e-13
     print(f"# devctx.softmax on {ctx!r}, {args.dtype}; NumPy {np.__version__} in the same process")
-    print(f"{'shape':>14} {'devctx ms':>11} {'reps':>5} {'numpy ms':>10} {'devctx/numpy':>13}")
+    old = f" {'old ms':>10} {'old/devctx':>11}" if args.old else ""
+    print(f"{'shape':>14} {'devctx ms':>11} {'reps':>5} {'numpy ms':>10} {'devctx/numpy':>13}{old}")
     wrong = False
     for text in args.shapes.split(","):
         shape = tuple(int(d) for d in text.split("x"))
@@ -77,7 +83,16 @@ def main():
             return e / e.sum(axis=-1, keepdims=True)
 
         t_numpy, _ = timed(numpy_softmax, args.seconds)
-        print(f"{text:>14} {t_devctx * 1e3:11.3f} {reps:5d} {t_numpy * 1e3:10.3f} {t_devctx / t_numpy:13.2f}")
+        old = ""
+        if args.old:
+
+            def run_old():
+                devctx._devctx._softmax(ctx, d_x, out, (256, 256))
+                ctx.synchronize()
+
+            t_old, _ = timed(run_old, args.seconds)
+            old = f" {t_old * 1e3:10.3f} {t_old / t_devctx:11.2f}"
+        print(f"{text:>14} {t_devctx * 1e3:11.3f} {reps:5d} {t_numpy * 1e3:10.3f} {t_devctx / t_numpy:13.2f}{old}")
         sys.stdout.flush()
     return 1 if wrong else 0
 
