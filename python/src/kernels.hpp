@@ -29,8 +29,9 @@ struct SoftmaxShape {
 
 /// The launch shape that fits `rows` rows of `cols` elements on a backend. CPU backend: one
 /// thread per row (no barrier or warp operation, so each block runs as a plain loop), blocks of
-/// up to 256 rows (fewer when rows are few). GPU: nextpow2(cols) lanes per row up to a warp for
-/// rows of up to 1024 elements, several rows per block of 256; a block of 256 per longer row.
+/// up to 256 rows (fewer when rows are few). GPU: nextpow2(cols) lanes of a warp per row for rows
+/// of up to 32 elements, a warp per row for rows of up to 1024 elements when there are at least
+/// 2048 rows (several rows per block of 256); else a block of 256 threads per row.
 SoftmaxShape softmax_shape(devctx::Api api, std::size_t rows, std::size_t cols);
 
 /// Row-wise softmax of `rows` rows of `cols` elements: out[r][c] = exp(x[r][c] - max_r) / sum_r.
