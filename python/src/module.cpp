@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // python/src/module.cpp - the devctx extension module (devctx._devctx): contexts, device and host
 // arrays with the DLPack protocol, copies, fills, synchronize, devctx::Error as devctx.Error, and
-// the kernels of kernels.hpp. It only converts between Python and devctx: every rule (sizes,
-// devices, DLPack checks, stream order) is devctx's own, and so are the error messages.
+// the kernels of kernels.hpp. It converts between Python and devctx, and checks only what that
+// conversion needs (each argument's type and whether its value fits: "arguments" below); every
+// other rule (sizes, devices, DLPack checks, stream order) is devctx's own, and so are those errors.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
-#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/string_view.h>
 
 #include <Python.h>
 
