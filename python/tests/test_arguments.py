@@ -295,3 +295,31 @@ def test_module_functions_name_their_arguments(ctx, arrays):
     with pytest.raises(TypeError, match="to_numpy: array must be a devctx DeviceArray or HostArray, not list"):
         devctx.to_numpy([1, 2])
     assert_unchanged(ctx, arrays)
+
+
+CUDA_STREAMS = [
+    # (stream, kind, message): refused before devctx waits or wraps anything
+    (2**70, "overflow", "does not fit in 64 bits"),
+    (2**64, "overflow", "does not fit in 64 bits"),
+    ("x", "type", "stream must be None or an int"),
+    (1.0, "type", "stream must be None or an int"),
+    (-2, "value", "is not a stream"),
+    (0, "value", "stream 0 is ambiguous for CUDA"),
+]
+
+
+@pytest.mark.parametrize("stream,kind,message", CUDA_STREAMS, ids=[f"{k}-{i}" for i, (_, k, _m) in enumerate(CUDA_STREAMS)])
+def test_dlpack_streams_of_cuda_arrays_are_converted(rng, stream, kind, message):
+    from conftest import gpu_or_skip
+
+    gpu_or_skip()
+    gpu = devctx.Context("cuda:0")
+    values = rng.standard_normal(100)
+    a = devctx.to_device(gpu, values)
+    with pytest.raises(Exception, match=message) as info:
+        a.__dlpack__(stream=stream)
+    check_raised(info, kind)
+    for good in (None, -1, 1, 2, gpu.cuda_stream):
+        devctx._devctx._from_capsule(gpu, a.__dlpack__(stream=good))
+    gpu.synchronize()
+    np.testing.assert_array_equal(devctx.to_numpy(a), values)
