@@ -88,6 +88,14 @@ TEST(LayoutLimits, StridesThatWrapAreRefusedEvenWhenTheLayoutIsEmpty) {
   const CubeC c(0, std::size_t{1} << 40, std::size_t{1} << 40);
   EXPECT_EQ(c.size(), 0u);
   EXPECT_EQ(c.stride(2), 0u);
+  // A zero extent makes the size 0 however large the others are (the product is not taken
+  // pairwise), in a layout made from its extents, from parts, and at tensor() (found by
+  // devctx_fuzz_diff seed 1).
+  const Cube w(15, kMax - 1, 0);
+  EXPECT_EQ(w.size(), 0u);
+  EXPECT_EQ((Strided<dyn, dyn>::from_parts({kMax, 0}, {kMax, kMax}).size()), 0u);
+  std::vector<float> none;
+  EXPECT_EQ(devctx::tensor(std::span<float>(none), w).size(), 0u);
   // A zero extent with the largest stride that fits.
   const Mat z(0, kMax);
   EXPECT_EQ(z.size(), 0u);

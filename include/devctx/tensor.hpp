@@ -101,8 +101,11 @@ constexpr std::optional<std::size_t> span_of(const std::size_t* extents, const s
   return checked_add(last, 1);
 }
 
-/// The product of the extents, or nothing when it does not fit in std::size_t.
+/// The product of the extents (0 when one of them is 0, however large the others), or nothing
+/// when it does not fit in std::size_t.
 constexpr std::optional<std::size_t> size_of(const std::size_t* extents, std::size_t rank) noexcept {
+  for (std::size_t d = 0; d < rank; ++d)
+    if (extents[d] == 0) return std::size_t(0);
   std::optional<std::size_t> n = 1;
   for (std::size_t d = 0; d < rank && n; ++d) n = checked_mul(*n, extents[d]);
   return n;

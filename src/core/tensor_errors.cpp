@@ -59,7 +59,7 @@ void throw_tensor_layout_overflow(const char* layout, const std::size_t* extents
   if (fault < rank)
     why = concat("the stride of dimension ", fault, " (the product of the extents inside it)");
   else if (fault == rank)
-    why = concat("its size (the product of its extents, ", tuple(extents, rank), ")");
+    why = "its size (the product of its extents)";
   else
     why = "its span (the offset of its last element, the sum of (extent - 1) * stride, plus 1)";
   fail(in_kernel ? Errc::kernel_failed : Errc::size_mismatch, what, ": ", why,
