@@ -148,6 +148,17 @@ void cases(devctx::DeviceContext& ctx) {
 #elif defined(CASE_tensor_wrong_rank_index)
   devctx::LayoutTensor<float, DynMat> t(v.data(), 4, 8);
   (void)t(1);
+#elif defined(CASE_tensor_static_extents_overflow)
+  // 2^62 x 4 = 2^64: the size would wrap around to 0.
+  const devctx::RowMajor<(std::size_t{1} << 62), 4> layout;
+  (void)layout;
+#elif defined(CASE_tensor_static_stride_overflow)
+  // Empty, but the stride of dimension 0 would be 2^80 (taking the dynamic extent as 1 too).
+  const devctx::RowMajor<devctx::dyn, (std::size_t{1} << 40), (std::size_t{1} << 40)> layout(0);
+  (void)layout;
+#elif defined(CASE_tensor_zero_tile)
+  devctx::LayoutTensor<float, DynMat> t(v.data(), 4, 8);
+  (void)t.tile<0, 4>(0, 0);
 #else
 #error "no CASE_ selected"
 #endif
