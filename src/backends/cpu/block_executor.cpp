@@ -51,15 +51,15 @@ const std::byte* warp_publish(const void* value, std::size_t bytes) {
 }
 void warp_release() { current_executor("a devctx warp operation").warp_release(); }
 unsigned warp_width() { return current_executor("a devctx warp operation").warp_width(); }
-void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
-  return current_executor("DEVCTX_SHARED").static_shared(site, bytes, align);
+void* static_shared(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes) {
+  return current_executor("DEVCTX_SHARED").static_shared(site, bytes, align, element_bytes);
 }
-void* BlockExecutor::static_shared(const void* site, std::size_t bytes, std::size_t align) {
-  void* address = shared_.array(site, bytes, align);
+void* BlockExecutor::static_shared(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes) {
+  void* address = shared_.array(site, bytes, align, element_bytes);
   if (checking_ != nullptr) {
     // The site is the declaration's name (DEVCTX_SHARED): checking mode names the array by it.
     const auto offset = std::size_t(static_cast<std::byte*>(address) - shared_.base());
-    checking_->add_shared_array(static_cast<const char*>(site), offset, bytes);
+    checking_->add_shared_array(static_cast<const char*>(site), offset, bytes, element_bytes);
   }
   return address;
 }
@@ -98,7 +98,7 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   const LaunchConfig& config = task.launch.config;
   bs_.n = std::uint32_t(config.block_dim.volume());
   bs_.last = bs_.n - 1;
-  shared_.enter_launch(task.launch_id, config.shared_bytes);
+  shared_.enter_launch(task.launch_id, config.shared_bytes, task.checked != nullptr);
   if (task.checked != nullptr) [[unlikely]] enter_checked_launch(task);
   tls.block_dim = config.block_dim;
   tls.grid_dim = config.grid_dim;
@@ -167,7 +167,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
       } catch (...) {
         record_current_exception();
       }
-      if (checking_ != nullptr && !failed_) check_block_end();
+      if (checking_ != nullptr && !failed_) (void)check_block_twice();
     }
     result.block_level += b - begin;
   } else {
@@ -189,10 +189,12 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         set_fast(false);
         fiber_launch(&scheduler_sp_, stacks_.stack(0), &plain_entry, this);
       }
-      if (checking_ != nullptr && !failed_) check_block_end();
+      bool again = false;
+      if (checking_ != nullptr && !failed_) again = check_block_twice();
       (cooperative_ ? result.cooperative : result.plain) += 1;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
-      parked = cooperative_ && synced && !failed_;
+      // After a second run the parked fibers hold reversed thread indices: start afresh.
+      parked = cooperative_ && synced && !failed_ && !again;
     }
   }
   tls.mode = Mode::none;
@@ -304,6 +306,36 @@ void BlockExecutor::check_block_end() noexcept {
   } catch (...) {
     record_check_exception();
   }
+}
+
+// A checked block ran without a report: when its launch has DEVCTX_SHARED arrays, it runs again
+// with its threads in reverse order, its memory restored, and the checker compares the two runs
+// (check/order_check.hpp). Returns whether it ran again.
+bool BlockExecutor::check_block_twice() {
+  check_block_end();
+  if (failed_ || !checking_->wants_second_run() || warp_synced_) return false;
+  try {
+    checking_->begin_second_run();
+  } catch (...) {
+    record_check_exception();
+    return false;
+  }
+  per_thread_.next_block();
+  const KernelLaunch& launch = task_->launch;
+  if (launch.block_level) {
+    try {
+      launch.cpu_run_block(launch.args);  // its phases ask checked_threads_reversed()
+    } catch (...) {
+      record_current_exception();
+    }
+  } else {
+    reversed_ = true;
+    parked_from_ = bs_.n;  // every fiber starts afresh, thread n - 1 - j in fiber j
+    run_parked();
+    reversed_ = false;
+  }
+  if (!failed_) check_block_end();
+  return true;
 }
 
 void BlockExecutor::check_interval_end_quietly() noexcept {

@@ -114,6 +114,11 @@ class BlockExecutor {
   /// The kernel whose range is running (valid while tls.executor is this executor).
   [[nodiscard]] std::string_view kernel_name() const noexcept { return task_->launch.name; }
   [[nodiscard]] std::size_t stack_bytes() const noexcept { return stacks_.stack_bytes(); }
+  /// Whether `address` is in the guard page after a DEVCTX_SHARED array of the checked launch
+  /// this executor runs, and which array and index it is (docs/checking.md).
+  [[nodiscard]] bool shared_guard_hit(std::uintptr_t address, SharedArena::GuardHit& hit) const noexcept {
+    return checking_ != nullptr && shared_.guard_hit(address, hit);
+  }
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
 #if DEVCTX_FIBER_FAST_BARRIER
@@ -131,7 +136,7 @@ class BlockExecutor {
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
-  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align);
+  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes);
   [[nodiscard]] void* per_thread_storage(std::size_t bytes, std::size_t align) {
     return per_thread_.allocate(bytes, align);
   }
@@ -148,6 +153,7 @@ class BlockExecutor {
   // Checking mode's hooks (checked launches only; block_executor.cpp).
   void record_check_exception() noexcept;
   void check_block_end() noexcept;
+  [[nodiscard]] bool check_block_twice();
   void check_interval_end_quietly() noexcept;
 
   // cooperative.cpp: the cooperative path.
@@ -183,6 +189,7 @@ class BlockExecutor {
   bool aborting_ = false;
   bool failed_ = false;
   bool warp_synced_ = false;  // a warp operation completed in the current block
+  bool reversed_ = false;     // checking mode's second run of a block: fiber j runs thread n - 1 - j
   /// Fibers from this index on are parked at the end of the previous block (see thread_loop);
   /// those below it have not run yet in this range.
   std::uint32_t parked_from_ = 0;

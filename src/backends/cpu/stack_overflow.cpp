@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/backends/cpu/stack_overflow.cpp - the SIGSEGV handler that reports fiber stack overflows,
-// and each kernel-running thread's alternate signal stack.
+// src/backends/cpu/stack_overflow.cpp - the SIGSEGV handler that reports fiber stack overflows
+// and (checking mode) indices past DEVCTX_SHARED arrays, and each kernel-running thread's
+// alternate signal stack.
 #include "backends/cpu/stack_overflow.hpp"
 
 #include <signal.h>
@@ -81,9 +82,26 @@ void pass_on(int signal, siginfo_t* info, void* context) noexcept {
   if (info->si_code <= 0) raise(signal);
 }
 
+/// Checking mode: an index past the end of a DEVCTX_SHARED array reached the guard page after it
+/// (arenas.hpp). Reported like a stack overflow: the access cannot be undone, so the process ends.
+bool report_shared_guard(const BlockExecutor& executor, const ThreadState& st, std::uintptr_t address) noexcept {
+  SharedArena::GuardHit hit;
+  if (!executor.shared_guard_hit(address, hit)) return false;
+  SignalSafeText text;
+  text << "devctx: kernel '" << executor.kernel_name() << "' failed in block " << st.block_idx << ", thread "
+       << st.thread_idx << ": out-of-bounds access: index " << std::uint64_t{hit.index} << " of shared array '"
+       << std::string_view(hit.name) << "', which has " << std::uint64_t{hit.count}
+       << " elements (found at the guard page after it; the process ends here) (devctx checking mode)\n";
+  text.write_to_stderr();
+  restore_default();  // the access repeats and the default action ends the process
+  return true;
+}
+
 extern "C" void devctx_on_sigsegv(int signal, siginfo_t* info, void* context) {
   const ThreadState& st = tls;
   const BlockExecutor* executor = st.executor;
+  if (executor != nullptr && report_shared_guard(*executor, st, reinterpret_cast<std::uintptr_t>(info->si_addr)))
+    return;
   if (executor == nullptr || !executor->in_stack_guard(reinterpret_cast<std::uintptr_t>(info->si_addr))) {
     pass_on(signal, info, context);
     return;
