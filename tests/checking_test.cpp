@@ -169,6 +169,15 @@ DEVCTX_KERNEL void pair_store(devctx::span<int> out, unsigned shift) {
   out[devctx::global_idx().x] = s[t >> shift];
 }
 
+/// Block-level: each thread copies its element through a shared array; `past` = 1 has the last
+/// thread store one past the array's end.
+DEVCTX_KERNEL void copy_through_shared(devctx::Block blk, devctx::span<const int> in, devctx::span<int> out,
+                                       unsigned past) {
+  DEVCTX_SHARED(int, s, 64);
+  blk.for_each_thread([&](devctx::Thread t) { s[t.x + (t.x == 63 ? past : 0)] = in[blk.global_idx(t).x]; });
+  blk.for_each_thread([&](devctx::Thread t) { out[blk.global_idx(t).x] = s[t.x]; });
+}
+
 /// Every thread stores its index into out[index >> shift]: shift = 0 gives each its own element.
 DEVCTX_KERNEL void store_index(devctx::span<unsigned> out, unsigned shift) {
   const unsigned t = devctx::thread_idx().x;
@@ -406,46 +415,47 @@ TEST_F(Checking, AnIndexPastASubspansEndIsReportedAgainstTheSubspan) {
 }
 
 // An index past a DEVCTX_SHARED array (a plain T[n]) reaches the guard page that a checked launch
-// lays out after it: the report names the array and index, and the process ends (the access
-// cannot be undone), as for a fiber stack overflow.
+// lays out after it: the fault becomes the launch's report, naming the array and index.
 TEST_F(Checking, AnIndexPastASharedArrayIsReportedWithItsName) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
   auto in = upload(ctx, values);
   auto out = ctx.enqueue_create_buffer<int>(128);
-  EXPECT_DEATH(
-      {
-        ctx.enqueue_function<reverse_blocks>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
-        ctx.synchronize();
-      },
-      "kernel 'reverse_blocks' failed in block \\(0, 0, 0\\), thread \\(0, 0, 0\\): out-of-bounds access: index 64 "
-      "of shared array 's', which has 64 elements");
+  ctx.enqueue_function<reverse_blocks>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'reverse_blocks' failed in block (0, 0, 0), thread (0, 0, 0): "
+                                        "out-of-bounds access: index 64 of shared array 's', which has 64 elements"));
   ctx.enqueue_function<reverse_blocks>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
   const auto got = download(ctx, out);
   for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + 63 - i % 64]) << i;
 }
 
 TEST_F(Checking, AnIndexPastTheLastRowOfATwoDimensionalSharedArrayIsReported) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
   const auto values = devctx_test::random_vector<float>(rng, 3 * 64, -1.0f, 1.0f);
   auto in = upload(ctx, values);
   auto out = ctx.enqueue_create_buffer<float>(values.size());
   const devctx::LaunchConfig cfg{.grid_dim = 3, .block_dim = {kTile, kTile}};
   // The last thread to reach the barrier goes on first: thread (7, 7) reads tile[7][8], element
   // 64 of the array. (tile[3][8] is tile[4][0], inside the array: not caught.)
-  EXPECT_DEATH(
-      {
-        ctx.enqueue_function<transpose_tiles>(cfg, in, out, 1u);
-        ctx.synchronize();
-      },
-      "failed in block \\(0, 0, 0\\), thread \\(7, 7, 0\\): out-of-bounds access: index 64 of shared array "
-      "'tile', which has 64 elements");
+  ctx.enqueue_function<transpose_tiles>(cfg, in, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("failed in block (0, 0, 0), thread (7, 7, 0): out-of-bounds access: index 64 "
+                                        "of shared array 'tile', which has 64 elements"));
   ctx.enqueue_function<transpose_tiles>(cfg, in, out, 0u);
   const auto got = download(ctx, out);
   for (std::size_t b = 0; b < 3; ++b)
     for (std::size_t y = 0; y < kTile; ++y)
       for (std::size_t x = 0; x < kTile; ++x)
         ASSERT_EQ(got[b * 64 + y * kTile + x], values[b * 64 + x * kTile + y]) << b << ' ' << y << ' ' << x;
+}
+
+TEST_F(Checking, AnIndexPastASharedArrayInABlockLevelPhaseIsReported) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<copy_through_shared>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'copy_through_shared' failed in block (0, 0, 0), thread (63, 0, 0): "
+                                        "out-of-bounds access: index 64 of shared array 's', which has 64 elements"));
+  ctx.enqueue_function<copy_through_shared>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i]) << i;
 }
 
 TEST_F(Checking, AnIndexPastDynamicSharedMemoryIsReported) {

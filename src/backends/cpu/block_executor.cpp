@@ -8,6 +8,10 @@
 
 #include <cstdlib>
 #include <exception>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include <typeinfo>
 #include <utility>
 
@@ -138,7 +142,9 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
                                      const std::atomic<bool>& stop, bool want_why) {
   RangeResult result;
   const KernelLaunch& launch = task.launch;
-  if (!launch.block_level && !reserve_stacks(task, result)) return result;
+  // A checked block-level kernel runs on a fiber stack too: a fault at a shared array's guard page
+  // then abandons that stack, not the worker's (leave_after_shared_guard_fault).
+  if ((!launch.block_level || task.checked != nullptr) && !reserve_stacks(task, result)) return result;
   enter_launch(task);
   const Dim3 g = launch.config.grid_dim;
   // The first block's index takes divisions; the rest step through x, then y, then z.
@@ -162,12 +168,16 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
     std::uint64_t b = begin;
     for (; b < end && !failed_ && !stop.load(std::memory_order_relaxed); ++b, step()) {
       set_block(x, y, z);
+      if (checking_ != nullptr) [[unlikely]] {
+        fiber_launch(&scheduler_sp_, stacks_.stack(0), &checked_block_level_entry, this);
+        if (!failed_) (void)check_block_twice();
+        continue;
+      }
       try {
         launch.cpu_run_block(launch.args);
       } catch (...) {
         record_current_exception();
       }
-      if (checking_ != nullptr && !failed_) (void)check_block_twice();
     }
     result.block_level += b - begin;
   } else {
@@ -243,6 +253,40 @@ DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::plain_entry(void* self) {
   }
   if (!e->cooperative_) fiber_finish(e->stacks_.stack(0), e->scheduler_sp_);  // the whole block ran as a loop
   e->exit_current();
+}
+
+// A checked block-level block, on fiber stack 0 (see run_range).
+DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::checked_block_level_entry(void* self) {
+  auto* e = static_cast<BlockExecutor*>(self);
+  try {
+    e->task_->launch.cpu_run_block(e->task_->launch.args);
+  } catch (...) {
+    e->record_current_exception();
+  }
+  fiber_finish(e->stacks_.stack(0), e->scheduler_sp_);
+}
+
+void BlockExecutor::leave_after_shared_guard_fault() noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_handle_no_return();  // the abandoned frames' redzones
+#endif
+  const bool was_failed = failed_;
+  start_aborting();
+  if (!was_failed) {
+    failed_ = true;
+    try {
+      std::string what = checking_->guard_fault_text(reinterpret_cast<const void*>(guard_fault_))
+                             .value_or("out-of-bounds access past a shared array (devctx checking mode)");
+      failure_ = {Errc::check_failed, concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_),
+                                             ", thread ", to_string(tls.thread_idx), ": ", std::move(what))};
+    } catch (...) {
+      failure_ = {Errc::out_of_memory, {}};
+    }
+  }
+  // Leave the faulting thread's stack for good, as its thread's end would.
+  if (tls.mode == Mode::block_level || !cooperative_) fiber_jump(scheduler_sp_);
+  const std::uint32_t me = running_thread_index();
+  fiber_jump(leave_block(me));
 }
 
 void BlockExecutor::start_aborting() {
@@ -323,11 +367,7 @@ bool BlockExecutor::check_block_twice() {
   per_thread_.next_block();
   const KernelLaunch& launch = task_->launch;
   if (launch.block_level) {
-    try {
-      launch.cpu_run_block(launch.args);  // its phases ask checked_threads_reversed()
-    } catch (...) {
-      record_current_exception();
-    }
+    fiber_launch(&scheduler_sp_, stacks_.stack(0), &checked_block_level_entry, this);  // its phases ask checked_threads_reversed()
   } else {
     reversed_ = true;
     parked_from_ = bs_.n;  // every fiber starts afresh, thread n - 1 - j in fiber j

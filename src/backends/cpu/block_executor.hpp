@@ -119,6 +119,13 @@ class BlockExecutor {
   [[nodiscard]] bool shared_guard_hit(std::uintptr_t address, SharedArena::GuardHit& hit) const noexcept {
     return checking_ != nullptr && shared_.guard_hit(address, hit);
   }
+  /// The handler found such a fault at `address` and resumes the faulting thread in
+  /// leave_after_shared_guard_fault() (stack_overflow.cpp).
+  void note_shared_guard_fault(std::uintptr_t address) noexcept { guard_fault_ = address; }
+  /// Runs on the faulting thread's stack instead of the faulting access: makes the report the
+  /// block's failure, abandons the thread's frames (no destructor of theirs runs) and goes on as
+  /// after any failure: the block's other threads unwind, the launch fails at synchronize().
+  [[noreturn]] void leave_after_shared_guard_fault() noexcept;
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
 #if DEVCTX_FIBER_FAST_BARRIER
@@ -148,6 +155,7 @@ class BlockExecutor {
   void enter_checked_launch(const BlockTask& task);
   void set_block(unsigned bx, unsigned by, unsigned bz);
   static void plain_entry(void* self);
+  static void checked_block_level_entry(void* self);
   void record_current_exception();
   void start_aborting();
   // Checking mode's hooks (checked launches only; block_executor.cpp).
@@ -163,6 +171,7 @@ class BlockExecutor {
   [[nodiscard]] Dim3 thread_coords(std::uint32_t j) const;
   void warp_sync();
   [[nodiscard]] std::uint32_t running_thread() const;
+  [[nodiscard]] std::uint32_t running_thread_index() const;  // running_thread(), out of line
   [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
   [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me, const SourceSite& site);
@@ -190,6 +199,7 @@ class BlockExecutor {
   bool failed_ = false;
   bool warp_synced_ = false;  // a warp operation completed in the current block
   bool reversed_ = false;     // checking mode's second run of a block: fiber j runs thread n - 1 - j
+  std::uintptr_t guard_fault_ = 0;  // the address of the last guard-page fault (checking mode)
   /// Fibers from this index on are parked at the end of the previous block (see thread_loop);
   /// those below it have not run yet in this range.
   std::uint32_t parked_from_ = 0;

@@ -156,6 +156,8 @@ void BlockExecutor::go_cooperative(const char* cause) {
   return stack != 0 ? stack - 1 : bs_.first;
 }
 
+std::uint32_t BlockExecutor::running_thread_index() const { return running_thread(); }
+
 [[gnu::always_inline]] inline bool BlockExecutor::runnable(const Fiber& f, std::uint32_t j) const {
   switch (f.wait & kKindMask) {
     case kAtBarrier: return aborting_ || f.wait != (kAtBarrier | bs_.gen);
