@@ -178,6 +178,40 @@ DEVCTX_KERNEL void copy_through_shared(devctx::Block blk, devctx::span<const int
   blk.for_each_thread([&](devctx::Thread t) { out[blk.global_idx(t).x] = s[t.x]; });
 }
 
+DEVCTX_DEVICE void publish(int* slots, unsigned t, int v) { slots[t] = v; }
+template <class T, std::size_t N>
+DEVCTX_DEVICE T neighbour(const T (&slots)[N], unsigned t) {
+  return slots[(t + 1) % N];
+}
+
+/// shift_in_shared's bug through generic helpers that take the array as int* and as T(&)[N].
+DEVCTX_KERNEL void shift_through_helpers(devctx::span<const int> in, devctx::span<int> out, unsigned with_barrier) {
+  DEVCTX_SHARED(int, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t i = devctx::global_idx().x;
+  publish(s, t, in[i]);
+  if (with_barrier != 0) devctx::barrier();
+  out[i] = neighbour(s, t);
+}
+
+/// The even values of each block gathered into a shared list, each thread claiming its slot with
+/// atomic_add (the list's order depends on the threads' order, rightly), then summed by thread 0.
+DEVCTX_KERNEL void gather_even(devctx::span<const int> in, devctx::span<long long> sums) {
+  DEVCTX_SHARED(unsigned, count, 1);
+  DEVCTX_SHARED(int, list, 64);
+  const unsigned t = devctx::thread_idx().x;
+  if (t == 0) count[0] = 0;
+  devctx::barrier();
+  const int v = in[devctx::global_idx().x];
+  if (v % 2 == 0) list[devctx::atomic_add(&count[0], 1u)] = v;
+  devctx::barrier();
+  if (t == 0) {
+    long long sum = 0;
+    for (unsigned k = 0; k < count[0]; ++k) sum += list[k];
+    sums[devctx::block_idx().x] = sum;
+  }
+}
+
 /// Every thread stores its index into out[index >> shift]: shift = 0 gives each its own element.
 DEVCTX_KERNEL void store_index(devctx::span<unsigned> out, unsigned shift) {
   const unsigned t = devctx::thread_idx().x;
@@ -545,6 +579,35 @@ TEST_F(Checking, AMissingBarrierIsFoundInSharedMemoryAtTheNextBarrier) {
   ctx.enqueue_function<shift_in_shared>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
   const auto got = download(ctx, out);
   for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;
+}
+
+// Accesses through helpers taking a T* or a T(&)[N] are seen like any other (nothing is hooked).
+TEST_F(Checking, ARaceThroughGenericHelpersIsFound) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<shift_through_helpers>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'shift_through_helpers' failed in block (0, 0, 0): shared-memory race: "
+                                        "element 0 of argument 2 (devctx::span<int>) differs at the block's end"));
+  ctx.enqueue_function<shift_through_helpers>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;
+}
+
+// A result that rightly depends on the threads' order through atomics is not a race: blocks that
+// use atomics are not run a second time.
+TEST_F(Checking, SlotsClaimedWithAtomicsAreNotARace) {
+  const auto values = devctx_test::random_vector<int>(rng, 256, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto sums = ctx.enqueue_create_buffer<long long>(4);
+  ctx.enqueue_function<gather_even>({.grid_dim = 4, .block_dim = 64}, in, sums);
+  const auto got = download(ctx, sums);
+  for (std::size_t b = 0; b < 4; ++b) {
+    long long expected = 0;
+    for (std::size_t i = b * 64; i < b * 64 + 64; ++i)
+      if (values[i] % 2 == 0) expected += values[i];
+    ASSERT_EQ(got[b], expected) << b;
+  }
 }
 
 TEST_F(Checking, TwoThreadsWritingOneSharedElementRace) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/cpu/check/checker.hpp"
 
+#include <algorithm>
+
 #include <devctx/detail/cpu_state.hpp>
 #include <devctx/detail/source_site.hpp>
 
@@ -50,6 +52,7 @@ void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::
     r.argument = a.argument;
     r.type = a.type;
     r.element_bytes = a.element_bytes;
+    if (!a.read_only) order_.add_writable(a.data, r.bytes);
     if (registry_ != nullptr && r.bytes > 0) {
       ShadowRegistry::Hit hit = registry_->find(a.data);
       r.init = std::move(hit.shadow);
@@ -123,7 +126,6 @@ void* Checker::span_element(std::uint32_t rank, const void* data, std::size_t in
   }
   auto* element = const_cast<std::byte*>(static_cast<const std::byte*>(data)) + index * element_bytes;
   if (order_.second_run() || r == nullptr) return element;
-  if (!read_only && !r->shared()) order_.note_touch(element, element_bytes);
   if (auto found = log_.touch(rank, *r, element, element_bytes, read_only)) report(*found);
   return element;
 }
@@ -240,8 +242,11 @@ void Checker::report(const OrderFinding& f) {
                         kSuffix),
                  false);
   const Region* r = region_of(f.address);
-  const std::string element = r != nullptr ? element_of(*r, f.address, f.bytes)
-                                           : concat(f.bytes, " bytes at ", static_cast<const void*>(f.address));
+  std::string element = concat("the byte at ", static_cast<const void*>(f.address));
+  if (r != nullptr) {
+    const std::size_t unit = std::max<std::size_t>(1, r->element_bytes);
+    element = element_of(*r, r->begin + std::size_t(f.address - r->begin) / unit * unit, unit);
+  }
   throw Report(concat("shared-memory race: ", element,
                       " differs at the block's end between running the block's threads in index order and in "
                       "reverse order: a thread read a shared-memory element that another thread writes between the "

@@ -16,7 +16,16 @@ void OrderCheck::begin_launch() {
   watched_.clear();
   total_ = 0;
   has_arrays_ = false;
+  first_block_ = true;
   run_ = 0;
+  writable_.clear();
+  writable_bytes_ = 0;
+}
+
+void OrderCheck::add_writable(const void* data, std::size_t bytes) {
+  if (bytes == 0) return;
+  writable_.push_back({const_cast<std::byte*>(static_cast<const std::byte*>(data)), bytes, writable_bytes_});
+  writable_bytes_ += bytes;
 }
 
 void OrderCheck::add_region(const Region& region, bool now) {
@@ -46,16 +55,19 @@ void OrderCheck::fill_all() {
 
 void OrderCheck::begin_block() {
   run_ = 0;
+  atomic_seen_ = false;
   fill_all();
+  // Arrays are declared while the first block runs: until then, any block may run twice.
+  if (writable_bytes_ <= kWritableBudget && (has_arrays_ || first_block_)) {
+    before_.resize(writable_bytes_);
+    for (const Writable& w : writable_) std::memcpy(before_.data() + w.at, w.data, w.bytes);
+  }
+  first_block_ = false;
   std::fill(writer_[0].begin(), writer_[0].end(), 0);
   std::fill(writer_[1].begin(), writer_[1].end(), 0);
   std::fill(atomic_.begin(), atomic_.end(), 0);
   snaps_.clear();
   snap_bytes_ = 0;
-  undo_.clear();
-  undo_bytes_.clear();
-  undo_seen_.clear();
-  global_atomic_.clear();
 }
 
 const OrderCheck::Watched* OrderCheck::watched_at(std::size_t at) const {
@@ -101,27 +113,16 @@ std::optional<OrderFinding> OrderCheck::segment_end(std::uint32_t rank) {
   return std::nullopt;
 }
 
-void OrderCheck::note_touch(const void* address, std::size_t bytes) {
-  if (run_ != 0) return;
-  const auto key = reinterpret_cast<std::uintptr_t>(address);
-  if (!undo_seen_.insert(key).second) return;
-  auto* p = const_cast<std::byte*>(static_cast<const std::byte*>(address));
-  undo_.push_back({p, bytes, undo_bytes_.size()});
-  undo_bytes_.insert(undo_bytes_.end(), p, p + bytes);
-}
-
 void OrderCheck::note_atomic(const void* address, std::size_t bytes, bool shared) {
   const auto* p = static_cast<const std::byte*>(address);
+  if (run_ == 0) atomic_seen_ = true;
   if (shared) {
     for (const Watched& w : watched_)
       if (p >= w.region->begin && p + bytes <= w.region->begin + w.region->bytes) {
         std::memset(atomic_.data() + w.at + std::size_t(p - w.region->begin), 1, bytes);
         return;
       }
-    return;
   }
-  note_touch(address, bytes);
-  global_atomic_.insert(reinterpret_cast<std::uintptr_t>(address));
 }
 
 std::optional<OrderFinding> OrderCheck::barrier() {
@@ -155,10 +156,10 @@ std::optional<OrderFinding> OrderCheck::barrier() {
 }
 
 void OrderCheck::begin_second_run() {
-  first_bytes_.resize(undo_bytes_.size());
-  for (const Undo& u : undo_) {
-    std::memcpy(first_bytes_.data() + u.at, u.address, u.bytes);
-    std::memcpy(u.address, undo_bytes_.data() + u.at, u.bytes);
+  first_.resize(writable_bytes_);
+  for (const Writable& w : writable_) {
+    std::memcpy(first_.data() + w.at, w.data, w.bytes);
+    std::memcpy(w.data, before_.data() + w.at, w.bytes);
   }
   run_ = 1;
   fill_all();
@@ -166,13 +167,15 @@ void OrderCheck::begin_second_run() {
 
 std::optional<OrderFinding> OrderCheck::end_second_run() {
   run_ = 0;
-  for (const Undo& u : undo_) {
-    if (std::memcmp(u.address, first_bytes_.data() + u.at, u.bytes) == 0) continue;
-    if (global_atomic_.count(reinterpret_cast<std::uintptr_t>(u.address)) != 0) continue;
+  for (const Writable& w : writable_) {
+    const std::byte* first = first_.data() + w.at;
+    if (std::memcmp(w.data, first, w.bytes) == 0) continue;
+    std::size_t i = 0;
+    while (w.data[i] == first[i]) ++i;
     OrderFinding f;
     f.kind = OrderFinding::Kind::global_differs;
-    f.address = u.address;
-    f.bytes = u.bytes;
+    f.address = w.data + i;  // the Checker finds the element around it
+    f.bytes = 1;
     return f;
   }
   return std::nullopt;

@@ -9,20 +9,21 @@
 //    the same two barriers is a write-write race, named with both threads.
 //  * two orders: a thread that reads an element another thread writes between the same two
 //    barriers reads a value that depends on which of them runs first. Each block whose launch has
-//    DEVCTX_SHARED arrays runs twice: its threads in index order, then (with the writable device
-//    memory it touched and its shared memory restored) in reverse order. Shared memory at every
-//    barrier and the touched device memory at the block's end must come out the same; the first
-//    difference names the element, the barrier and the threads that wrote it last in each run.
-// Bytes that atomics update are left out of the comparison (atomics may run in any order).
-// Limits: a write of the value already there is invisible to the write sets; a race whose result
-// does not depend on the order (both orders compute the same) is not reported; device memory that
-// the first run wrote through pointers (not span[i]) is not restored for the second.
+//    DEVCTX_SHARED arrays runs twice: its threads in index order, then (with the launch's writable
+//    span arguments and its shared memory restored) in reverse order. A kernel free of races
+//    computes the same either way, so shared memory at every barrier and the writable arguments at
+//    the block's end must come out the same; the first difference names the element, the barrier
+//    and the threads that wrote it last in each run.
+// Atomics may rightly make a result depend on the order (a slot claimed by atomic_add): a block
+// that used one is not run twice, and bytes of shared memory that atomics update are left out of
+// the write sets. Limits: a write of the value already there is invisible to the write sets; a
+// race whose result does not depend on the order is not reported; blocks whose launch has more
+// than 64 MiB of writable span arguments, or that used warp operations, are not run twice.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <unordered_set>
 #include <vector>
 
 #include "backends/cpu/check/regions.hpp"
@@ -55,26 +56,28 @@ class OrderCheck {
 
   /// Forgets every region (a new launch).
   void begin_launch();
+  /// A writable span argument of the launch: restored for, and compared after, a second run.
+  void add_writable(const void* data, std::size_t bytes);
   /// Shared memory `region` (an array, or dynamic shared memory) takes part; `now` when the
   /// block is running (an array declared for the first time), which fills it at once.
   void add_region(const Region& region, bool now);
   /// Whether blocks run a second time, in reverse order: the launch has DEVCTX_SHARED arrays.
-  [[nodiscard]] bool wants_second_run() const noexcept { return has_arrays_; }
+  [[nodiscard]] bool wants_second_run() const noexcept {
+    return has_arrays_ && !atomic_seen_ && writable_bytes_ <= kWritableBudget;
+  }
   [[nodiscard]] bool second_run() const noexcept { return run_ == 1; }
 
   /// A block starts (its regions' addresses are current): fills shared memory.
   void begin_block();
   /// The running thread `rank` switches away (barrier, warp operation, return).
   [[nodiscard]] std::optional<OrderFinding> segment_end(std::uint32_t rank);
-  /// A writable span's element is touched (first run): remembered, to be restored.
-  void note_touch(const void* address, std::size_t bytes);
   /// An atomic on `bytes` bytes at `address`, `shared` when in shared memory.
   void note_atomic(const void* address, std::size_t bytes, bool shared);
   /// A barrier completed (or a block-level phase ended).
   [[nodiscard]] std::optional<OrderFinding> barrier();
   /// The first run ended: restores what it changed, for the second.
   void begin_second_run();
-  /// The second run ended: compares the touched device memory with the first run's.
+  /// The second run ended: compares the writable span arguments with the first run's.
   [[nodiscard]] std::optional<OrderFinding> end_second_run();
 
  private:
@@ -82,11 +85,12 @@ class OrderCheck {
     const Region* region;
     std::size_t at;  ///< offset in the concatenated buffers
   };
-  struct Undo {
-    std::byte* address;
+  struct Writable {
+    std::byte* data;
     std::size_t bytes;
-    std::size_t at;  ///< offset in undo_bytes_ (then first_bytes_)
+    std::size_t at;  ///< offset in before_ and first_
   };
+  static constexpr std::size_t kWritableBudget = std::size_t{64} << 20;
   void fill_all();
   [[nodiscard]] const Watched* watched_at(std::size_t at) const;
   [[nodiscard]] OrderFinding shared_finding(OrderFinding::Kind kind, std::size_t at) const;
@@ -94,6 +98,8 @@ class OrderCheck {
   std::vector<Watched> watched_;
   std::size_t total_ = 0;
   bool has_arrays_ = false;
+  bool atomic_seen_ = false;  ///< an atomic ran in this block
+  bool first_block_ = true;   ///< the launch's first block (its arrays are not known before it)
   int run_ = 0;
   std::uint32_t barriers_ = 0;
   std::vector<std::byte> shadow_;       ///< shared memory as of the last segment's end
@@ -102,11 +108,10 @@ class OrderCheck {
   std::vector<unsigned char> atomic_;   ///< bytes an atomic updated in this block
   std::vector<std::vector<std::byte>> snaps_;  ///< shared memory at each barrier of the first run
   std::size_t snap_bytes_ = 0;
-  std::vector<Undo> undo_;
-  std::vector<std::byte> undo_bytes_;   ///< the values before the block
-  std::vector<std::byte> first_bytes_;  ///< the values after the first run
-  std::unordered_set<std::uintptr_t> undo_seen_;
-  std::unordered_set<std::uintptr_t> global_atomic_;
+  std::vector<Writable> writable_;
+  std::size_t writable_bytes_ = 0;
+  std::vector<std::byte> before_;  ///< the writable arguments before the block
+  std::vector<std::byte> first_;   ///< ... after its first run
 };
 
 }  // namespace devctx::detail::cpu::check
