@@ -45,20 +45,25 @@ DEVCTX_KERNEL void reverse_blocks(devctx::span<const int> in, devctx::span<int> 
   const std::size_t i = devctx::global_idx().x;
   s[t] = in[i];
   devctx::barrier();
-  out[i] = s[63 - t + bug];
+  // Through a pointer, as a helper would index it (the planted bugs index past arrays on purpose:
+  // UBSan's -fsanitize=bounds would stop a sanitizer build at s[64] itself, before checking mode).
+  const int* p = s;
+  out[i] = p[63 - t + bug];
 }
 
 constexpr unsigned kTile = 8;
 using TileRow = float[kTile];
 
-/// Transposes 8x8 tiles through a two-dimensional shared array; `bug` = 1 reads past a row's end.
+/// Transposes 8x8 tiles through a two-dimensional shared array; `bug` = 1 reads one element past
+/// each row, which for the last row is past the array's end.
 DEVCTX_KERNEL void transpose_tiles(devctx::span<const float> in, devctx::span<float> out, unsigned bug) {
   DEVCTX_SHARED(TileRow, tile, kTile);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const std::size_t base = std::size_t(devctx::block_idx().x) * kTile * kTile;
   tile[ty][tx] = in[base + ty * kTile + tx];
   devctx::barrier();
-  out[base + ty * kTile + tx] = tile[tx][ty + bug];
+  const float* flat = tile[0];  // the rows end to end (a pointer: see reverse_blocks)
+  out[base + ty * kTile + tx] = flat[tx * kTile + ty + bug];
 }
 
 /// Rotates each block's part through dynamic shared memory; `extra` = 1 reads one past its end
@@ -174,7 +179,8 @@ DEVCTX_KERNEL void pair_store(devctx::span<int> out, unsigned shift) {
 DEVCTX_KERNEL void copy_through_shared(devctx::Block blk, devctx::span<const int> in, devctx::span<int> out,
                                        unsigned past) {
   DEVCTX_SHARED(int, s, 64);
-  blk.for_each_thread([&](devctx::Thread t) { s[t.x + (t.x == 63 ? past : 0)] = in[blk.global_idx(t).x]; });
+  int* p = s;  // a pointer: see reverse_blocks
+  blk.for_each_thread([&](devctx::Thread t) { p[t.x + (t.x == 63 ? past : 0)] = in[blk.global_idx(t).x]; });
   blk.for_each_thread([&](devctx::Thread t) { out[blk.global_idx(t).x] = s[t.x]; });
 }
 

@@ -10,7 +10,7 @@
 #include <exception>
 
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/common_interface_defs.h>
+#include <sanitizer/asan_interface.h>
 #endif
 #include <typeinfo>
 #include <utility>
