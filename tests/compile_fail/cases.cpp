@@ -30,15 +30,6 @@ DEVCTX_KERNEL void signed_inc(devctx::span<int> out) { devctx::atomic_inc(&out[0
 DEVCTX_KERNEL void short_add(devctx::span<short> out) { devctx::atomic_add(&out[0], short(1)); }
 #endif
 
-#if defined(CASE_copy_shared_array)
-// On the CPU a DEVCTX_SHARED array is an object that must not be copied out of shared memory.
-DEVCTX_KERNEL void copies_shared_array(devctx::span<float> out) {
-  DEVCTX_SHARED(float, s, 32);
-  auto copy = s;
-  out[0] = copy[0];
-}
-#endif
-
 void cases(devctx::DeviceContext& ctx) {
   const devctx::LaunchConfig cfg{.grid_dim = 1, .block_dim = 32};
   auto d = ctx.enqueue_create_buffer<float>(32);
@@ -132,8 +123,6 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_span>(cfg, 1.0f);
 #elif defined(CASE_buffer_for_scalar_parameter)
   ctx.enqueue_function<takes_scalar>(cfg, di, di);
-#elif defined(CASE_copy_shared_array)
-  // (the kernel above)
 #elif defined(CASE_non_void_kernel)
   ctx.enqueue_function<returns_int>(cfg, di);
 #elif defined(CASE_buffer_for_dynamic_tensor)
