@@ -242,13 +242,12 @@ MemoryInfo DeviceContext::memory_info() const { return impl().device().memory_in
 
 trace::Report DeviceContext::report() const {
   const std::string label = impl().device().label();
-  auto ops = trace::operations();
-  if (ops.empty() && !trace::recording())
+  auto report = detail::trace::report_of(&label);
+  if (!report && !trace::recording())
     detail::fail(Errc::not_available, "report() on ", label,
                  ": nothing was recorded; set DEVCTX_REPORT=1 or DEVCTX_TRACE_FILE=out.json, or call "
                  "devctx::trace::start() before the work to report on");
-  std::erase_if(ops, [&](const trace::Operation& op) { return op.device != label; });
-  return trace::summarize(ops);
+  return report ? std::move(*report) : trace::summarize({});
 }
 
 void Event::synchronize() const {
