@@ -65,7 +65,7 @@ struct DeviceTrack {
 };
 
 // Device times are read once this many records wait for theirs (and again once as many more do).
-constexpr std::size_t kResolveBatch = 4096;
+constexpr std::size_t kResolveBatch = 1024;
 // While records are consumed (DEVCTX_TRACE_FILE, DEVCTX_REPORT), at most this many wait in
 // memory: beyond it the oldest is consumed with its host times only (counted, and said at exit)
 // rather than waiting for the device, which an enqueue call must never do.
