@@ -44,7 +44,8 @@ std::vector<devctx::trace::Operation> read_trace(const std::string& path) {
   try {
     doc = json::parse(in);
   } catch (const json::exception& e) {
-    throw std::runtime_error("'" + path + "' is not JSON (" + e.what() + "); a trace is written by DEVCTX_TRACE_FILE=FILE");
+    throw std::runtime_error("'" + path + "' is not JSON (" + e.what() +
+                             "); a trace is written by DEVCTX_TRACE_FILE=FILE, and ends when its program exits normally");
   }
   if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
     throw std::runtime_error("'" + path + "' is JSON but not a trace-event file (no traceEvents array)");
@@ -81,6 +82,14 @@ std::vector<devctx::trace::Operation> read_trace(const std::string& path) {
   }
   if (ops.empty())
     throw std::runtime_error("'" + path + "' holds no devctx operations (a trace is written by DEVCTX_TRACE_FILE=FILE)");
+  // devctx closes its files with the count of operations written: a file that holds fewer was
+  // cut short, and its report would undercount.
+  if (const auto other = doc.find("otherData"); other != doc.end() && other->is_object() && other->contains("operations")) {
+    const json& count = (*other)["operations"];
+    if (!count.is_number_unsigned() || count.get<std::uint64_t>() != ops.size())
+      throw std::runtime_error("'" + path + "' is incomplete: it says it holds " + count.dump() + " operations, and " +
+                               std::to_string(ops.size()) + " are in it");
+  }
   std::vector<devctx::trace::Operation> list;
   for (auto& [id, op] : ops) list.push_back(std::move(op));
   return list;
