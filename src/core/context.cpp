@@ -188,21 +188,26 @@ Stream context_wrap_native_stream(DeviceContext& context, void* native) {
 
 }  // namespace detail
 
+namespace {
+// What every use of a moved-from context says (its device calls and its stream's verbs alike).
+constexpr const char* kMovedFromContext = "a moved-from DeviceContext: it has no device or stream any more";
+}  // namespace
+
 DeviceContext::DeviceContext() : DeviceContext(ContextOptions{}) {}
 
-DeviceContext::DeviceContext(ContextOptions options) : StreamRef(nullptr) {
+DeviceContext::DeviceContext(ContextOptions options) : StreamRef(nullptr, kMovedFromContext) {
   const DeviceId device = detail::default_device();
   impl_ = std::make_unique<detail::ContextImpl>(device.api, device.id, options);
   reset(&impl_->queue());
 }
 
 DeviceContext::DeviceContext(Api api, int id, ContextOptions options)
-    : StreamRef(nullptr), impl_(std::make_unique<detail::ContextImpl>(api, id, options)) {
+    : StreamRef(nullptr, kMovedFromContext), impl_(std::make_unique<detail::ContextImpl>(api, id, options)) {
   reset(&impl_->queue());
 }
 
 DeviceContext::DeviceContext(DeviceContext&& other) noexcept
-    : StreamRef(other.impl_ ? &other.impl_->queue() : nullptr), impl_(std::move(other.impl_)) {
+    : StreamRef(other.impl_ ? &other.impl_->queue() : nullptr, kMovedFromContext), impl_(std::move(other.impl_)) {
   other.reset(nullptr);
 }
 
@@ -224,7 +229,7 @@ bool DeviceContext::can_access_peer(const DeviceContext& other) const {
 }
 
 detail::ContextImpl& DeviceContext::impl() const {
-  if (!impl_) detail::throw_invalid_handle("a moved-from DeviceContext: it has no device any more");
+  if (!impl_) detail::throw_invalid_handle(kMovedFromContext);
   return *impl_;
 }
 
@@ -251,7 +256,7 @@ trace::Report DeviceContext::report() const {
 }
 
 void Event::synchronize() const {
-  if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!impl_) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   detail::trace::traced(impl_->recorded_on(),
                         [] { return detail::trace::OpDesc{.kind = trace::Kind::synchronize, .name = "Event::synchronize"}; },
                         [&] { detail::event_synchronize(*impl_); });
@@ -259,12 +264,12 @@ void Event::synchronize() const {
 }
 
 bool Event::query() const {
-  if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!impl_) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   return detail::event_query(*impl_);
 }
 
 double elapsed_ms(const Event& start, const Event& stop) {
-  if (!start || !stop) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!start || !stop) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   if (&start.impl()->device() != &stop.impl()->device())
     detail::fail(Errc::wrong_device, "elapsed_ms: the events belong to different devices (",
                  start.impl()->device().label(), " and ", stop.impl()->device().label(), ')');

@@ -610,7 +610,8 @@ void clear() noexcept {
   std::vector<std::shared_ptr<detail::EventImpl>> dropped;
   {
     // While records are consumed, the file keeps every record: those still waiting are
-    // written first (with the device times read so far).
+    // written first (with the device times of the work that has finished).
+    if (s.consume) detail::trace::resolve(s, false);
     std::unique_lock lock(s.mutex);
     if (s.consume) {
       detail::trace::drain(s, lock, true, dropped);
