@@ -9,6 +9,7 @@
 #include "core/trace/chrome_json.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,29 +58,53 @@ using devctx::trace::Operation;
 void string(std::string& out, std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   out += '"';
-  for (const char c : text) {
+  // Runs of characters that need no escape (all of them, in the names devctx writes) in one go.
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
+    if (c != '"' && c != '\\' && u >= 0x20) continue;
+    out.append(text.data() + from, i - from);
+    from = i + 1;
+    if (u < 0x20) {
       out += "\\u00";
       out += hex[u >> 4];
       out += hex[u & 15];
     } else {
+      out += '\\';
       out += c;
     }
   }
+  out.append(text.data() + from, text.size() - from);
   out += '"';
 }
-void number(std::string& out, double value) { detail::append_fixed(out, value, 3); }
+/// A time in microseconds to the nanosecond ("%.3f" in the "C" locale), through integers: a
+/// quarter of the cost of formatting the double with three decimals (std::to_chars), which
+/// itself costs a fifth of snprintf's. Values beyond 10^12 us (11 days) take the general path.
+void number(std::string& out, double value) {
+  if (!(std::fabs(value) < 1e12)) {
+    detail::append_fixed(out, value, 3);
+    return;
+  }
+  const long long ns = std::llround(value * 1000.0);
+  const unsigned long long magnitude = ns < 0 ? 0ull - (unsigned long long)ns : (unsigned long long)ns;
+  if (ns < 0) out += '-';
+  char digits[24];
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, magnitude / 1000).ptr);
+  const auto fraction = unsigned(magnitude % 1000);
+  const char three[3] = {char('0' + fraction / 100), char('0' + fraction / 10 % 10), char('0' + fraction % 10)};
+  out += '.';
+  out.append(three, 3);
+}
 void number(std::string& out, std::uint64_t value) {
   char digits[24];
   out.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
 }
+/// A key, a literal that needs no escaping: "name":
 void key(std::string& out, std::string_view name) {
-  string(out, name);
-  out += ':';
+  out += '"';
+  out += name;
+  out += "\":";
 }
 
 void dim(std::string& out, const char* name, const Dim3& d) {

@@ -222,6 +222,10 @@ void flush(State& s, std::unique_lock<std::mutex>& lock) noexcept {
   Sink& sink = *s.sink;
   std::string chunk;
   chunk.swap(sink.buffer);
+  try {
+    sink.buffer.reserve(kChunkBytes + kChunkBytes / 4);  // a chunk and the operation that ends it
+  } catch (...) {
+  }
   const std::uint64_t ops = std::exchange(sink.buffered, 0);
   const std::lock_guard file(sink.file_mutex);
   lock.unlock();
@@ -514,10 +518,13 @@ void OpScope::done() noexcept {
       // clear() ran meanwhile: the track is gone.
       e.op.device.clear();
     } else {
-      e.op.id = s.next_id++;
-      if (e.end) ++s.unresolved;
-      resolve_now = s.unresolved >= s.resolve_at;
+      // The ids of the records held are consecutive (resolve() finds a record by its id): the
+      // next id is taken only once the record is in.
+      e.op.id = s.next_id;
       s.entries.push_back(std::move(e));
+      ++s.next_id;
+      if (s.entries.back().end) ++s.unresolved;
+      resolve_now = s.unresolved >= s.resolve_at;
     }
   } catch (...) {
   }
