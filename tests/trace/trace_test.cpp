@@ -31,6 +31,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -502,12 +503,23 @@ DEVCTX_INSTANTIATE_BACKEND_TESTS(Traced);
 /// (the Debian package `locales` provides its source; scripts/packages.txt installs it), or
 /// why it could not be.
 struct CommaLocale {
-  std::string locpath, name = "de_DE.UTF-8", why_not;
+  std::string dir, locpath, name = "de_DE.UTF-8", why_not;
+  CommaLocale() = default;
+  CommaLocale(const CommaLocale&) = delete;
+  CommaLocale& operator=(const CommaLocale&) = delete;
+  CommaLocale(CommaLocale&& other) noexcept
+      : dir(std::exchange(other.dir, {})), locpath(std::move(other.locpath)), name(std::move(other.name)),
+        why_not(std::move(other.why_not)) {}
+  ~CommaLocale() {  // the generated locale goes with the test program
+    std::error_code ignored;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+  }
 };
 const CommaLocale& comma_locale() {
   static const CommaLocale loc = [] {
     CommaLocale l;
     const std::string dir = testing::TempDir() + "devctx_locales_" + std::to_string(::getpid());
+    l.dir = dir;
     std::filesystem::create_directories(dir);
     const std::string cmd = "localedef -i de_DE -f UTF-8 '" + dir + "/de_DE.UTF-8' >'" + dir + "/localedef.log' 2>&1";
     const int rc = std::system(cmd.c_str());
