@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <devctx/kernel.hpp>
+
 #include "backends/cpu/check/access_log.hpp"
 #include "backends/cpu/check/barrier_check.hpp"
 #include "backends/cpu/check/checker.hpp"
@@ -456,7 +458,7 @@ struct CheckerFixture : testing::Test {
     registry.add(in, sizeof in);
     const SpanArgument args[] = {{in, 16, 4, 1, "devctx::span<const float>"}, {out, 16, 4, 2, "devctx::span<float>"}};
     checker.begin_launch("scale", {4, 1, 1}, {8, 2, 1}, args, 0, &registry);
-    checker.add_shared_array("tile", 64, 16 * 16 * 4);
+    checker.add_shared_array("tile", 64, 16 * 16 * 4, 4);
     checker.begin_block({2, 0, 0}, shared);
   }
   std::string error_of_span(std::uint32_t rank, const void* data, std::size_t index, std::size_t count, bool ro) {
@@ -496,21 +498,26 @@ TEST_F(CheckerFixture, ReportsAReadOfUnwrittenInputNamingTheReader) {
   }
 }
 
-TEST_F(CheckerFixture, NamesTheThreadsAndTheSharedElementOfARace) {
-  auto* tile = shared + 64;
-  using Row = float[16];
-  ASSERT_EQ(checker.shared_row(tile, 1, 16, sizeof(Row)), tile + 64);
-  auto* e = static_cast<float*>(checker.shared_element(1, tile + 64, 1, 16, 4));
-  *e = 3.0f;
-  checker.barrier_arrive(0, {"k.cpp", 3, 1});
+TEST_F(CheckerFixture, NamesTheThreadsAndTheSharedElementOfAWriteWriteRace) {
+  // Shared memory is compared, not hooked: what changed while a thread ran is what it wrote.
+  auto* tile = reinterpret_cast<float*>(shared + 64);
+  devctx::detail::cpu::tls.block_dim = {8, 2, 1};
+  devctx::detail::cpu::tls.thread_idx = {1, 0, 0};
+  tile[17] = 3.0f;
+  checker.thread_switch();
+  devctx::detail::cpu::tls.thread_idx = {2, 0, 0};
+  tile[17] = 4.0f;
+  std::string m;
   try {
-    (void)checker.shared_element(2, tile + 64, 1, 16, 4);
-    FAIL() << "not reported";
+    checker.thread_switch();
   } catch (const Report& r) {
-    EXPECT_THAT(r.what(), HasSubstr("shared-memory race: thread (1, 0, 0) wrote element [1][1] of shared array "
-                                    "'tile' and thread (2, 0, 0) accessed it with no barrier() between the two (both "
-                                    "before the block's first barrier)"));
+    m = r.what();
   }
+  devctx::detail::cpu::tls.block_dim = {1, 1, 1};
+  devctx::detail::cpu::tls.thread_idx = {0, 0, 0};
+  EXPECT_THAT(m, HasSubstr("shared-memory race: thread (1, 0, 0) wrote element 17 of shared array 'tile' and thread "
+                           "(2, 0, 0) wrote it too with no barrier() between the two (both before the block's first "
+                           "barrier)"));
 }
 
 TEST_F(CheckerFixture, NamesTheBarrierOfTheIntervalOfARace) {
@@ -528,21 +535,12 @@ TEST_F(CheckerFixture, NamesTheBarrierOfTheIntervalOfARace) {
   }
 }
 
-TEST_F(CheckerFixture, OutOfBoundsSharedIndicesNameTheArrayOrItsRow) {
-  auto* tile = shared + 64;
-  try {
-    (void)checker.shared_row(tile, 16, 16, 64);
-    FAIL();
-  } catch (const Report& r) {
-    EXPECT_TRUE(r.about_current_thread());
-    EXPECT_THAT(r.what(), HasSubstr("out-of-bounds access: row 16 of shared array 'tile', which has 16 rows"));
-  }
-  try {
-    (void)checker.shared_element(0, tile + 128, 16, 16, 4);
-    FAIL();
-  } catch (const Report& r) {
-    EXPECT_THAT(r.what(), HasSubstr("out-of-bounds access: index 16 of row 2 of shared array 'tile', which has 16 elements"));
-  }
+TEST_F(CheckerFixture, AFaultPastASharedArrayNamesTheArrayAndIndex) {
+  const std::byte* tile = shared + 64;
+  const auto m = checker.guard_fault_text(tile + 16 * 16 * 4 + 8);
+  ASSERT_TRUE(m);
+  EXPECT_THAT(*m, HasSubstr("out-of-bounds access: index 258 of shared array 'tile', which has 256 elements"));
+  EXPECT_FALSE(checker.guard_fault_text(tile + 16));
 }
 
 TEST_F(CheckerFixture, AtomicsThroughPointersAreNamedByTheirAllocation) {

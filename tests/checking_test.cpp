@@ -45,20 +45,25 @@ DEVCTX_KERNEL void reverse_blocks(devctx::span<const int> in, devctx::span<int> 
   const std::size_t i = devctx::global_idx().x;
   s[t] = in[i];
   devctx::barrier();
-  out[i] = s[63 - t + bug];
+  // Through a pointer, as a helper would index it (the planted bugs index past arrays on purpose:
+  // UBSan's -fsanitize=bounds would stop a sanitizer build at s[64] itself, before checking mode).
+  const int* p = s;
+  out[i] = p[63 - t + bug];
 }
 
 constexpr unsigned kTile = 8;
 using TileRow = float[kTile];
 
-/// Transposes 8x8 tiles through a two-dimensional shared array; `bug` = 1 reads past a row's end.
+/// Transposes 8x8 tiles through a two-dimensional shared array; `bug` = 1 reads one element past
+/// each row, which for the last row is past the array's end.
 DEVCTX_KERNEL void transpose_tiles(devctx::span<const float> in, devctx::span<float> out, unsigned bug) {
   DEVCTX_SHARED(TileRow, tile, kTile);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const std::size_t base = std::size_t(devctx::block_idx().x) * kTile * kTile;
   tile[ty][tx] = in[base + ty * kTile + tx];
   devctx::barrier();
-  out[base + ty * kTile + tx] = tile[tx][ty + bug];
+  const float* flat = tile[0];  // the rows end to end (a pointer: see reverse_blocks)
+  out[base + ty * kTile + tx] = flat[tx * kTile + ty + bug];
 }
 
 /// Rotates each block's part through dynamic shared memory; `extra` = 1 reads one past its end
@@ -143,6 +148,73 @@ DEVCTX_KERNEL void neighbour_phases(devctx::Block blk, devctx::span<const int> i
   } else {
     blk.for_each_thread([&](devctx::Thread t) { s[t.x] = in[blk.global_idx(t).x]; });
     blk.for_each_thread([&](devctx::Thread t) { out[blk.global_idx(t).x] = s[(t.x + 1) % 64]; });
+  }
+}
+
+/// Each thread publishes its value in `a` and copies its neighbour's into `b`; without the first
+/// barrier it reads the neighbour's element before (or after) the neighbour writes it.
+DEVCTX_KERNEL void shift_in_shared(devctx::span<const int> in, devctx::span<int> out, unsigned with_barrier) {
+  DEVCTX_SHARED(int, a, 64);
+  DEVCTX_SHARED(int, b, 64);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t i = devctx::global_idx().x;
+  a[t] = in[i];
+  if (with_barrier != 0) devctx::barrier();
+  b[t] = a[(t + 1) % 64];
+  devctx::barrier();
+  out[i] = b[t];
+}
+
+/// Thread t stores into s[t >> shift]: shift = 1 has two threads store into each element.
+DEVCTX_KERNEL void pair_store(devctx::span<int> out, unsigned shift) {
+  DEVCTX_SHARED(int, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  s[t >> shift] = int(t) + 1;
+  devctx::barrier();
+  out[devctx::global_idx().x] = s[t >> shift];
+}
+
+/// Block-level: each thread copies its element through a shared array; `past` = 1 has the last
+/// thread store one past the array's end.
+DEVCTX_KERNEL void copy_through_shared(devctx::Block blk, devctx::span<const int> in, devctx::span<int> out,
+                                       unsigned past) {
+  DEVCTX_SHARED(int, s, 64);
+  int* p = s;  // a pointer: see reverse_blocks
+  blk.for_each_thread([&](devctx::Thread t) { p[t.x + (t.x == 63 ? past : 0)] = in[blk.global_idx(t).x]; });
+  blk.for_each_thread([&](devctx::Thread t) { out[blk.global_idx(t).x] = s[t.x]; });
+}
+
+DEVCTX_DEVICE void publish(int* slots, unsigned t, int v) { slots[t] = v; }
+template <class T, std::size_t N>
+DEVCTX_DEVICE T neighbour(const T (&slots)[N], unsigned t) {
+  return slots[(t + 1) % N];
+}
+
+/// shift_in_shared's bug through generic helpers that take the array as int* and as T(&)[N].
+DEVCTX_KERNEL void shift_through_helpers(devctx::span<const int> in, devctx::span<int> out, unsigned with_barrier) {
+  DEVCTX_SHARED(int, s, 64);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t i = devctx::global_idx().x;
+  publish(s, t, in[i]);
+  if (with_barrier != 0) devctx::barrier();
+  out[i] = neighbour(s, t);
+}
+
+/// The even values of each block gathered into a shared list, each thread claiming its slot with
+/// atomic_add (the list's order depends on the threads' order, rightly), then summed by thread 0.
+DEVCTX_KERNEL void gather_even(devctx::span<const int> in, devctx::span<long long> sums) {
+  DEVCTX_SHARED(unsigned, count, 1);
+  DEVCTX_SHARED(int, list, 64);
+  const unsigned t = devctx::thread_idx().x;
+  if (t == 0) count[0] = 0;
+  devctx::barrier();
+  const int v = in[devctx::global_idx().x];
+  if (v % 2 == 0) list[devctx::atomic_add(&count[0], 1u)] = v;
+  devctx::barrier();
+  if (t == 0) {
+    long long sum = 0;
+    for (unsigned k = 0; k < count[0]; ++k) sum += list[k];
+    sums[devctx::block_idx().x] = sum;
   }
 }
 
@@ -382,6 +454,8 @@ TEST_F(Checking, AnIndexPastASubspansEndIsReportedAgainstTheSubspan) {
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], i >= 10 && i < 30 ? int(i - 10) : -1) << i;
 }
 
+// An index past a DEVCTX_SHARED array (a plain T[n]) reaches the guard page that a checked launch
+// lays out after it: the fault becomes the launch's report, naming the array and index.
 TEST_F(Checking, AnIndexPastASharedArrayIsReportedWithItsName) {
   const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
   auto in = upload(ctx, values);
@@ -394,21 +468,34 @@ TEST_F(Checking, AnIndexPastASharedArrayIsReportedWithItsName) {
   for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + 63 - i % 64]) << i;
 }
 
-TEST_F(Checking, AnIndexPastARowOfATwoDimensionalSharedArrayIsReported) {
+TEST_F(Checking, AnIndexPastTheLastRowOfATwoDimensionalSharedArrayIsReported) {
   const auto values = devctx_test::random_vector<float>(rng, 3 * 64, -1.0f, 1.0f);
   auto in = upload(ctx, values);
   auto out = ctx.enqueue_create_buffer<float>(values.size());
   const devctx::LaunchConfig cfg{.grid_dim = 3, .block_dim = {kTile, kTile}};
+  // The last thread to reach the barrier goes on first: thread (7, 7) reads tile[7][8], element
+  // 64 of the array. (tile[3][8] is tile[4][0], inside the array: not caught.)
   ctx.enqueue_function<transpose_tiles>(cfg, in, out, 1u);
-  // The last thread to reach the barrier goes on first: thread (7, 7) reads tile[7][8].
-  EXPECT_THAT(report_of(ctx), HasSubstr("failed in block (0, 0, 0), thread (7, 7, 0): out-of-bounds access: index 8 "
-                                        "of row 7 of shared array 'tile', which has 8 elements"));
+  EXPECT_THAT(report_of(ctx), HasSubstr("failed in block (0, 0, 0), thread (7, 7, 0): out-of-bounds access: index 64 "
+                                        "of shared array 'tile', which has 64 elements"));
   ctx.enqueue_function<transpose_tiles>(cfg, in, out, 0u);
   const auto got = download(ctx, out);
   for (std::size_t b = 0; b < 3; ++b)
     for (std::size_t y = 0; y < kTile; ++y)
       for (std::size_t x = 0; x < kTile; ++x)
         ASSERT_EQ(got[b * 64 + y * kTile + x], values[b * 64 + x * kTile + y]) << b << ' ' << y << ' ' << x;
+}
+
+TEST_F(Checking, AnIndexPastASharedArrayInABlockLevelPhaseIsReported) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<copy_through_shared>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'copy_through_shared' failed in block (0, 0, 0), thread (63, 0, 0): "
+                                        "out-of-bounds access: index 64 of shared array 's', which has 64 elements"));
+  ctx.enqueue_function<copy_through_shared>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i]) << i;
 }
 
 TEST_F(Checking, AnIndexPastDynamicSharedMemoryIsReported) {
@@ -469,19 +556,76 @@ TEST_F(Checking, ReturningBeforeTheFirstBarrierIsNotDivergence) {
 
 // ---- races ----------------------------------------------------------------------------------------------------
 
+// Shared arrays are plain arrays: their races are found by comparing memory. Thread 0 reads the
+// others' elements before they write them in index order, after it in reverse order: the block's
+// result differs between the two runs.
 TEST_F(Checking, AMissingBarrierIsASharedMemoryRace) {
   const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
   auto in = upload(ctx, values);
   auto sums = ctx.enqueue_create_buffer<long long>(2);
   ctx.enqueue_function<sum_in_thread0>({.grid_dim = 2, .block_dim = 64}, in, sums, 0u);
   EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'sum_in_thread0' failed in block (0, 0, 0): shared-memory race: "
-                                        "thread (1, 0, 0) wrote element 1 of shared array 's' and thread (0, 0, 0) "
-                                        "accessed it with no barrier() between the two (both before the block's "
-                                        "first barrier)"));
+                                        "element 0 of argument 2 (devctx::span<long long int>) differs at the block's "
+                                        "end between running the block's threads in index order and in reverse "
+                                        "order"));
   ctx.enqueue_function<sum_in_thread0>({.grid_dim = 2, .block_dim = 64}, in, sums, 1u);
   const auto got = download(ctx, sums);
   EXPECT_EQ(got[0], std::accumulate(values.begin(), values.begin() + 64, 0LL));
   EXPECT_EQ(got[1], std::accumulate(values.begin() + 64, values.end(), 0LL));
+}
+
+TEST_F(Checking, AMissingBarrierIsFoundInSharedMemoryAtTheNextBarrier) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<shift_in_shared>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'shift_in_shared' failed in block (0, 0, 0): shared-memory race: "
+                                        "element 0 of shared array 'b' differs at the block's barrier #1 between "
+                                        "running the block's threads in index order"));
+  ctx.enqueue_function<shift_in_shared>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;
+}
+
+// Accesses through helpers taking a T* or a T(&)[N] are seen like any other (nothing is hooked).
+TEST_F(Checking, ARaceThroughGenericHelpersIsFound) {
+  const auto values = devctx_test::random_vector<int>(rng, 128, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<shift_through_helpers>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'shift_through_helpers' failed in block (0, 0, 0): shared-memory race: "
+                                        "element 0 of argument 2 (devctx::span<int>) differs at the block's end"));
+  ctx.enqueue_function<shift_through_helpers>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
+  const auto got = download(ctx, out);
+  for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;
+}
+
+// A result that rightly depends on the threads' order through atomics is not a race: blocks that
+// use atomics are not run a second time.
+TEST_F(Checking, SlotsClaimedWithAtomicsAreNotARace) {
+  const auto values = devctx_test::random_vector<int>(rng, 256, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto sums = ctx.enqueue_create_buffer<long long>(4);
+  ctx.enqueue_function<gather_even>({.grid_dim = 4, .block_dim = 64}, in, sums);
+  const auto got = download(ctx, sums);
+  for (std::size_t b = 0; b < 4; ++b) {
+    long long expected = 0;
+    for (std::size_t i = b * 64; i < b * 64 + 64; ++i)
+      if (values[i] % 2 == 0) expected += values[i];
+    ASSERT_EQ(got[b], expected) << b;
+  }
+}
+
+TEST_F(Checking, TwoThreadsWritingOneSharedElementRace) {
+  auto out = ctx.enqueue_create_buffer<int>(128);
+  ctx.enqueue_function<pair_store>({.grid_dim = 2, .block_dim = 64}, out, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'pair_store' failed in block (0, 0, 0): shared-memory race: thread "
+                                        "(0, 0, 0) wrote element 0 of shared array 's' and thread (1, 0, 0) wrote it "
+                                        "too with no barrier() between the two (both before the block's first "
+                                        "barrier)"));
+  ctx.enqueue_function<pair_store>({.grid_dim = 2, .block_dim = 64}, out, 0u);
+  const auto got = download(ctx, out);
+  for (int i = 0; i < 128; ++i) ASSERT_EQ(got[i], i % 64 + 1) << i;
 }
 
 TEST_F(Checking, AReadOfANeighboursElementInTheSamePhaseIsARace) {
@@ -490,8 +634,8 @@ TEST_F(Checking, AReadOfANeighboursElementInTheSamePhaseIsARace) {
   auto out = ctx.enqueue_create_buffer<int>(128);
   ctx.enqueue_function<neighbour_phases>({.grid_dim = 2, .block_dim = 64}, in, out, 1u);
   EXPECT_THAT(report_of(ctx), HasSubstr("kernel 'neighbour_phases' failed in block (0, 0, 0): shared-memory race: "
-                                        "thread (0, 0, 0) wrote element 0 of shared array 's' and thread (63, 0, 0) "
-                                        "accessed it"));
+                                        "element 0 of argument 2 (devctx::span<int>) differs at the block's end "
+                                        "between running the block's threads in index order and in reverse order"));
   ctx.enqueue_function<neighbour_phases>({.grid_dim = 2, .block_dim = 64}, in, out, 0u);
   const auto got = download(ctx, out);
   for (std::size_t i = 0; i < 128; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;

@@ -117,6 +117,73 @@ TEST_P(MovedFrom, DeviceContext) {
   EXPECT_EQ(download(gone, d)[7], 10u);
 }
 
+// Issue 25, defect 6: a default-constructed Communicator said "use of a moved-from DeviceContext or
+// Stream". Every empty handle names itself, and only itself.
+namespace {
+void expect_names(const std::optional<devctx::Error>& e, const char* name, const char* not_name) {
+  ASSERT_TRUE(e) << name;
+  EXPECT_EQ(e->code(), Errc::invalid_handle) << e->what();
+  EXPECT_THAT(e->what(), testing::HasSubstr(name));
+  if (not_name != nullptr) { EXPECT_THAT(e->what(), testing::Not(testing::HasSubstr(not_name))); }
+}
+}  // namespace
+
+TEST_P(MovedFrom, EachHandleNamesItself) {
+  auto d = ctx().enqueue_create_buffer<float>(16);
+  ctx().enqueue_memset(d, 1.0f);
+  // Communicator: default-constructed, every verb (the convenience forms use its own stream).
+  devctx::Communicator none;
+  const char* comm = "default-constructed or moved-from Communicator";
+  expect_names(error_of([&] { (void)none.rank(); }), comm, nullptr);
+  expect_names(error_of([&] { (void)none.size(); }), comm, nullptr);
+  expect_names(error_of([&] { none.all_reduce(d, d, devctx::ReduceOp::sum); }), comm, "Stream");
+  expect_names(error_of([&] { none.broadcast(d, 0); }), comm, "Stream");
+  expect_names(error_of([&] { none.reduce(d, d, devctx::ReduceOp::sum, 0); }), comm, "Stream");
+  expect_names(error_of([&] { none.send(d, 0); }), comm, "Stream");
+  expect_names(error_of([&] { none.recv(d, 0); }), comm, "Stream");
+  expect_names(error_of([&] { none.all_reduce(ctx(), d, d, devctx::ReduceOp::sum); }), comm, "Stream");
+  if (on_cpu()) {  // a communicator of one CPU device, then moved from
+    std::vector<DeviceContext> one;
+    one.emplace_back(Api::cpu, 0);
+    auto comms = devctx::Communicator::create(one);
+    devctx::Communicator taken = std::move(comms[0]);
+    EXPECT_EQ(taken.size(), 1);
+    expect_names(error_of([&] { comms[0].all_reduce(d, d, devctx::ReduceOp::sum); }), comm, "Stream");
+  }
+  // Stream and DeviceContext: each says which it is.
+  auto s = ctx().create_stream();
+  auto t = std::move(s);
+  expect_names(error_of([&] { s.enqueue_memset(d, 0.0f); }), "use of a moved-from Stream", "DeviceContext");
+  expect_names(error_of([&] { s.synchronize(); }), "use of a moved-from Stream", "DeviceContext");
+  const devctx::StreamRef null_ref(nullptr);
+  expect_names(error_of([&] { devctx::StreamRef(null_ref).synchronize(); }), "a StreamRef of no stream", nullptr);
+  // Event: default-constructed and moved from.
+  devctx::Event empty_event;
+  auto recorded = ctx().record_event();
+  auto moved_event = std::move(recorded);
+  const char* event = "default-constructed or moved-from Event";
+  expect_names(error_of([&] { empty_event.synchronize(); }), event, "Stream");
+  expect_names(error_of([&] { (void)empty_event.query(); }), event, "Stream");
+  expect_names(error_of([&] { ctx().enqueue_wait_for(recorded); }), event, "Stream");  // NOLINT(bugprone-use-after-move)
+  expect_names(error_of([&] { (void)devctx::elapsed_ms(empty_event, moved_event); }), event, nullptr);
+  // Graph, buffers, views.
+  devctx::Graph graph;
+  expect_names(error_of([&] { graph.enqueue(ctx()); }), "empty devctx::Graph", "Stream");
+  devctx::DeviceBuffer<float> no_buffer;
+  expect_names(error_of([&] { ctx().enqueue_memset(no_buffer, 0.0f); }), "DeviceBuffer", "Stream");
+  devctx::HostBuffer<float> no_host;
+  expect_names(error_of([&] { ctx().enqueue_memset(no_host, 0.0f); }), "HostBuffer", "Stream");
+  devctx::DeviceView<float> no_view;
+  expect_names(error_of([&] { (void)no_view.as_slice(); }), "DeviceView", nullptr);
+  // The context itself, last (it is moved from here; the fixture's TearDown copes, as above).
+  DeviceContext taken = std::move(ctx());
+  expect_names(error_of([&] { ctx().enqueue_memset(d, 0.0f); }), "use of a moved-from DeviceContext", "Stream");
+  expect_names(error_of([&] { (void)ctx().name(); }), "use of a moved-from DeviceContext", "Stream");
+  ctx() = std::move(taken);
+  ctx().synchronize();
+  EXPECT_TRUE(devctx_test::all_equal(std::vector<float>(16, 1.0f), download(ctx(), d)));
+}
+
 // ---- cross-device misuse ------------------------------------------------------------------------
 
 class CrossDevice : public BackendTest {

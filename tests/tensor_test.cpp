@@ -163,6 +163,12 @@ DEVCTX_KERNEL void read_tile(LayoutTensor<const float, Mat> in, devctx::span<flo
   out[i] = in.tile<2, 5>(bi, 0u)(i / 5, i % 5);
 }
 
+/// Tile (bi, 0) of 2 x 5 elements, bi a 64-bit value (near 2^63, bi * 2 wraps around).
+DEVCTX_KERNEL void read_tile_at(LayoutTensor<const float, Mat> in, devctx::span<float> out, std::uint64_t bi) {
+  const unsigned i = devctx::thread_idx().x;
+  out[i] = in.tile<2, 5>(bi, 0u)(i / 5, i % 5);
+}
+
 class Tensor : public BackendTest {};
 DEVCTX_INSTANTIATE_BACKEND_TESTS(Tensor);
 
@@ -296,6 +302,31 @@ TEST_P(Tensor, CheckingModeNamesTheMultiIndex) {
   const auto got = download(checked, out10);
   const auto want = download(checked, in);
   for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(got[i], want[10 + i]) << i;
+}
+
+TEST_P(Tensor, CheckingModeRefusesTileCoordinatesThatWrap) {
+  if (!on_cpu()) GTEST_SKIP() << "checking mode is a CPU backend feature";
+  devctx::DeviceContext checked{devctx::Api::cpu, 0, {.check = true}};
+  const auto values = devctx_test::random_vector<float>(rng, 4 * 5, 0.0f, 1.0f);
+  auto in = upload(checked, values);
+  auto out = devctx_test::poisoned_buffer<float>(checked, 10);
+  // 2^63 * 2 = 2^64 wraps to row 0, inside the tensor: the coordinate itself is out of range.
+  checked.enqueue_function<read_tile_at>({.grid_dim = 1, .block_dim = 10}, devctx::tensor(in, Mat(4, 5)), out,
+                                         std::uint64_t{1} << 63);
+  try {
+    checked.synchronize();
+    FAIL() << "a tile coordinate that wraps around was not reported";
+  } catch (const devctx::Error& e) {
+    EXPECT_EQ(e.code(), devctx::Errc::kernel_failed);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tensor tile (9223372036854775808, 0) is out of range: the tensor holds (2, 1) whole tiles"),
+              std::string::npos) << m;
+  }
+  for (const float x : download(checked, out)) ASSERT_TRUE(devctx_test::same_bits(x, devctx_test::poison_value<float>()));
+  checked.enqueue_function<read_tile_at>({.grid_dim = 1, .block_dim = 10}, devctx::tensor(in, Mat(4, 5)), out,
+                                         std::uint64_t{1});
+  const auto got = download(checked, out);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(got[i], values[10 + i]) << i;
 }
 
 }  // namespace

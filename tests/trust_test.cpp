@@ -460,6 +460,45 @@ TEST(CpuAddressSpace, RoundTripsWorkAgainOnceBuffersAreDropped) {
 }
 
 // ================================================================================================
+// Issue 25, defect 7: an out-of-memory message under `ulimit -v` (or -d) quoted the machine's RAM
+// ("the machine has 125.7 GiB of memory"), not the limit that made the allocation fail.
+// ================================================================================================
+
+TEST(CpuAddressSpace, OutOfMemoryNamesTheLimitThatApplied) {
+  DEVCTX_SKIP_UNDER_SANITIZER_SHADOW();
+  for (const int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    SCOPED_TRACE(resource == RLIMIT_AS ? "RLIMIT_AS" : "RLIMIT_DATA");
+    in_child([&] {
+      setenv("DEVCTX_CPU_THREADS", "2", 1);
+      DeviceContext ctx{Api::cpu};
+      ASSERT_EQ(mallopt(M_ARENA_MAX, 1), 1);
+      rlimit limit{};
+      ASSERT_EQ(getrlimit(resource, &limit), 0);
+      limit.rlim_cur = address_space_in_use() + 256 * kMiB;  // VmSize is at least VmData
+      ASSERT_EQ(setrlimit(resource, &limit), 0) << std::strerror(errno);
+      const std::string limit_text = std::to_string(limit.rlim_cur) + " bytes)";
+      for (const bool host : {false, true}) {
+        const auto e = error_of([&] {
+          if (host) (void)ctx.enqueue_create_host_buffer<char>(1024 * kMiB);
+          else (void)ctx.enqueue_create_buffer<char>(1024 * kMiB);
+        });
+        ASSERT_TRUE(e);
+        EXPECT_EQ(e->code(), Errc::out_of_memory) << e->what();
+        EXPECT_THAT(e->what(), HasSubstr("cannot allocate 1.0 GiB"));
+        EXPECT_THAT(e->what(), HasSubstr(resource == RLIMIT_AS
+                                             ? "the process's address-space limit (RLIMIT_AS, `ulimit -v`) is "
+                                             : "the process's data limit (RLIMIT_DATA, `ulimit -d`) is "));
+        EXPECT_THAT(e->what(), HasSubstr(limit_text));
+        EXPECT_THAT(e->what(), HasSubstr(" of it in use; the machine has "));
+      }
+      // The device is still usable within the limit.
+      auto rng = devctx_test::test_rng();
+      round_trip_4k(ctx, rng);
+    });
+  }
+}
+
+// ================================================================================================
 // Defect 3: "throws and enqueues nothing" holds for a copy from ordinary host memory too. Before,
 // the waiting host thread could fail (out_of_memory creating its fiber stacks while helping)
 // after the copy was queued; the copy then ran later and read the caller's vector.

@@ -33,14 +33,10 @@ std::string bench_json(const std::vector<BenchRow>& rows, const std::string& dev
 std::string bench_csv(const std::vector<BenchRow>& rows) {
   std::string out = "suite,series,size,unit,iterations,time_us,gb_per_s\n";
   for (const BenchRow& r : rows) {
-    char numbers[96];
-    std::snprintf(numbers, sizeof numbers, ",%.4f,", r.time_us);
+    // Numbers with std::to_chars (core/text.hpp): a '.' under every locale.
     out += r.suite + ",\"" + r.series + "\"," + std::to_string(r.size) + "," + r.unit + "," +
-           std::to_string(r.iterations) + numbers;
-    if (r.gb_per_s >= 0) {
-      std::snprintf(numbers, sizeof numbers, "%.4f", r.gb_per_s);
-      out += numbers;
-    }
+           std::to_string(r.iterations) + "," + devctx::detail::fixed_text(r.time_us, 4) + ",";
+    if (r.gb_per_s >= 0) out += devctx::detail::fixed_text(r.gb_per_s, 4);
     out += "\n";
   }
   return out;

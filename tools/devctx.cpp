@@ -3,6 +3,8 @@
 // host -> device -> host round trip on one of them, checks it and times it, `devctx bench`
 // sweeps transfer, launch and allocation sizes, `devctx trace summarize` reports on a trace
 // file. Every bad invocation is an error that says what was wrong and what is accepted.
+#include <charconv>
+#include <clocale>
 #include <cmath>
 #include <initializer_list>
 #include <cstdio>
@@ -30,16 +32,14 @@ std::size_t parse_count(const std::string& text, const char* option, std::size_t
   long double value = 0;
   if (digits == text.size()) {
     if (digits > 20) throw bad("out of range");
-    value = std::stold(text);
+    std::from_chars(text.data(), text.data() + text.size(), value);
   } else {
-    // The 1e6 form: a mantissa and a power of ten that give a whole number.
-    std::size_t used = 0;
-    try {
-      value = std::stold(text, &used);
-    } catch (const std::exception&) {
-      throw bad("not a number");
-    }
-    if (used != text.size() || text.find_first_of("xXpP") != std::string::npos || !std::isfinite(double(value)))
+    // The 1e6 form: a mantissa and a power of ten that give a whole number. std::from_chars,
+    // not strtold: the same under every locale (main() honours the user's, and "2.5" is then
+    // a number only in some).
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size() || text.find_first_of("xXpP") != std::string::npos ||
+        !std::isfinite(double(value)))
       throw bad("not a number");
     if (value != std::floor(value)) throw bad("not a whole number");
   }
@@ -104,6 +104,10 @@ std::string check_device(const std::string& text) {
 
 int main(int argc, char** argv) {
   using namespace devctx_tool;
+  // The user's locale for the tables people read (a decimal comma where that is the custom);
+  // what machines read (--json, --csv, the SVG files, trace files) is written with
+  // std::to_chars and stays the same under every locale (tests/tools/check_locale.py).
+  std::setlocale(LC_ALL, "");
   CLI::App app{"devctx: one kernel source for the CPU and CUDA GPUs, with Mojo's DeviceContext model.\n"
                "Lists the devices (info), runs a checked, timed round trip (demo), measures transfers,\n"
                "launches and allocations (bench), and reports on a trace file (trace summarize).",

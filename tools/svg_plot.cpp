@@ -28,11 +28,8 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
-std::string svg_number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", v);
-  return buffer;
-}
+// Every number in an SVG goes through std::to_chars (core/text.hpp): a '.' under every locale.
+std::string svg_number(double v) { return devctx::detail::fixed_text(v, 1); }
 
 namespace {
 
@@ -45,9 +42,7 @@ std::string size_label(std::uint64_t size, const std::string& unit) {
     v /= 1024;
     ++u;
   }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, v == std::floor(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buffer;
+  return devctx::detail::fixed_text(v, v == std::floor(v) ? 0 : 1) + " " + units[u];
 }
 
 // Distinct colours for up to 10 series (then they repeat).
@@ -103,8 +98,7 @@ std::string bench_svg(const std::vector<BenchRow>& all_rows, const std::string& 
   svg += "</g>\n<g>\n";
   for (int i = 0; i <= 5; ++i) {
     const double y = y_max * i / 5;
-    char label[32];
-    std::snprintf(label, sizeof label, y_max >= 10 ? "%.0f" : "%.2f", y);
+    const std::string label = devctx::detail::fixed_text(y, y_max >= 10 ? 0 : 2);
     svg += "<text x=\"" + svg_number(left - 6) + "\" y=\"" + svg_number(py(y) + 4) + "\" text-anchor=\"end\">" + label +
            "</text>\n";
   }

@@ -73,8 +73,10 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
   svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" + svg_number(height) +
          "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  char title[160];
-  std::snprintf(title, sizeof title, "device timeline: %zu operations over %.3f ms", ops.size(), (t1 - t0) / 1000.0);
+  // Numbers in the SVG with std::to_chars (svg_number, fixed_text): a '.' under every locale.
+  using devctx::detail::fixed_text;
+  const std::string title =
+      "device timeline: " + std::to_string(ops.size()) + " operations over " + fixed_text((t1 - t0) / 1000.0, 3) + " ms";
   svg += "<text x=\"" + svg_number(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
   for (const auto& [key, row] : rows) {
     const double y = top + row_h * row;
@@ -90,8 +92,7 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
     const double y = top + row_h * rows.at({op.device, op.stream}) + 5;
     const double x = x_of(*op.device_begin_us);
     const double w = std::max(0.5, x_of(*op.device_end_us) - x);
-    char tip[96];
-    std::snprintf(tip, sizeof tip, ": %.3f ms", (*op.device_end_us - *op.device_begin_us) / 1000.0);
+    const std::string tip = ": " + fixed_text((*op.device_end_us - *op.device_begin_us) / 1000.0, 3) + " ms";
     svg += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(row_h - 10) +
            "\" fill=\"" + s.colour + "\"><title>" + xml_escape(op.name) + (op.bytes > 0 ? " " + bytes_text(op.bytes) : "") +
            tip + "</title></rect>\n";
@@ -101,8 +102,7 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
          svg_number(axis_y) + "\" stroke=\"black\"/>\n";
   for (int i = 0; i <= 5; ++i) {
     const double us = t0 + (t1 - t0) * i / 5;
-    char label[32];
-    std::snprintf(label, sizeof label, "%.2f ms", (us - t0) / 1000.0);
+    const std::string label = fixed_text((us - t0) / 1000.0, 2) + " ms";
     svg += "<text x=\"" + svg_number(x_of(us)) + "\" y=\"" + svg_number(axis_y + 16) + "\" text-anchor=\"middle\">" + label +
            "</text>\n";
   }

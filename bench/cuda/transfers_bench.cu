@@ -13,6 +13,11 @@
 //     threads and chunk size at 256 MiB; the copy threads' spin.
 //  4. The CPU time an idle context adds to its process once the staging engine has started (its
 //     threads sleep), against the same process idling before the context existed, per thread name.
+//  5. Copy, then synchronize, one copy at a time, as a user's loop does (issue 25): 64 KiB, 1 MiB
+//     and 4 MiB uploads and downloads from a std::vector, each followed by ctx.synchronize(),
+//     against raw cudaMemcpyAsync + cudaStreamSynchronize, alternating, and the pieces that tell
+//     where a difference comes from (raw with cudaMemcpyDefault, raw on devctx's own stream,
+//     enqueue_copy alone, an idle ctx.synchronize()). `--sync` runs this part alone.
 //
 // Method: warm-ups first; host wall time (steady_clock) from the first enqueue to the end of a
 // synchronize, over enough copies to last milliseconds; medians of several trials. GB/s count
@@ -184,19 +189,122 @@ struct Env {
 
 }  // namespace
 
+/// Part 5: one copy at a time, each waited for, as a user's loop does. Microseconds per copy
+/// (median over trials of the mean of `reps` copies), every variant in alternation.
+void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
+  std::printf("\n5. copy, then synchronize, one copy at a time (us per copy; devctx: enqueue_copy from a std::vector\n"
+              "   + ctx.synchronize(); raw: cudaMemcpyAsync from the same vector + cudaStreamSynchronize), alternating;\n"
+              "   target: devctx >= 0.95x raw (time ratio raw/devctx)\n");
+  std::printf("%-8s %-4s %9s %9s %8s | %11s %11s %11s %11s\n", "size", "dir", "devctx", "raw", "ratio",
+              "raw Default", "raw on ctx", "copy alone", "idle sync");
+  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  const std::size_t largest = std::size_t{4} << 20;
+  auto d = ctx.enqueue_create_buffer<Byte>(largest);
+  ctx.synchronize();
+  cudaStream_t own = devctx::cuda_stream(ctx);
+  for (const std::size_t n : {std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{4} << 20}) {
+    for (const bool up : {true, false}) {
+      auto span = std::span<Byte>(pageable.data(), n);
+      auto slice = d.slice(0, n);
+      const int reps = 20;
+      const auto per_copy_us = [&](const std::function<void()>& one) {
+        return [&, one] {
+          const auto t0 = Clock::now();
+          for (int r = 0; r < reps; ++r) one();
+          return seconds_since(t0) / reps * 1e6;
+        };
+      };
+      const auto raw_copy = [&](cudaStream_t s, cudaMemcpyKind kind) {
+        return [&, s, kind] {
+          if (up) CK(cudaMemcpyAsync(d.data(), pageable.data(), n, kind, s));
+          else CK(cudaMemcpyAsync(pageable.data(), d.data(), n, kind, s));
+          CK(cudaStreamSynchronize(s));
+        };
+      };
+      const auto devctx_copy = [&] {
+        if (up) ctx.enqueue_copy(slice, span);
+        else ctx.enqueue_copy(span, slice);
+      };
+      const auto m = alternate(51, 3,
+                               {per_copy_us([&] {
+                                  devctx_copy();
+                                  ctx.synchronize();
+                                }),
+                                per_copy_us(raw_copy(raw, up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost)),
+                                per_copy_us(raw_copy(raw, cudaMemcpyDefault)),
+                                per_copy_us(raw_copy(own, up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost)),
+                                per_copy_us(devctx_copy), per_copy_us([&] { ctx.synchronize(); })});
+      const double ratio = m[1] / m[0];
+      std::printf("%-8s %-4s %9.2f %9.2f %7.3fx | %11.2f %11.2f %11.2f %11.2f  %s\n", size_name(n).c_str(),
+                  up ? "H2D" : "D2H", m[0], m[1], ratio, m[2], m[3], m[4], m[5], verdict(ratio >= 0.95));
+      std::fflush(stdout);
+    }
+  }
+  // The same as a user's loop spells it: a std::vector<float> and a whole DeviceBuffer<float>,
+  // one devctx copy and one raw copy after the other, each timed alone.
+  std::printf("   1 MiB, a std::vector<float> into a whole DeviceBuffer<float> and back, devctx and raw copies\n"
+              "   interleaved one by one, 51 x 40 pairs, median us per copy:\n");
+  const std::size_t floats = (std::size_t{1} << 20) / sizeof(float);
+  std::vector<float> host(floats, 1.5f);
+  auto buffer = ctx.enqueue_create_buffer<float>(floats);
+  ctx.synchronize();
+  for (const bool up : {true, false}) {
+    const cudaMemcpyKind kind = up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    void* dst = up ? static_cast<void*>(buffer.data()) : static_cast<void*>(host.data());
+    const void* src = up ? static_cast<const void*>(host.data()) : static_cast<const void*>(buffer.data());
+    const std::size_t bytes = floats * sizeof(float);
+    const std::vector<std::function<void()>> variants = {
+        [&] {
+          if (up) ctx.enqueue_copy(buffer, host);
+          else ctx.enqueue_copy(host, buffer);
+          ctx.synchronize();
+        },
+        [&] {
+          CK(cudaMemcpyAsync(dst, src, bytes, kind, raw));
+          CK(cudaStreamSynchronize(raw));
+        },
+        [&] {
+          CK(cudaMemcpyAsync(dst, src, bytes, kind, cudaStreamLegacy));
+          CK(cudaStreamSynchronize(cudaStreamLegacy));
+        },
+        [&] { CK(cudaMemcpy(dst, src, bytes, kind)); }};
+    std::vector<std::vector<double>> us(variants.size());
+    for (int i = 0; i < 51 * 40 + 20; ++i)
+      for (std::size_t v = 0; v < variants.size(); ++v) {
+        const auto t0 = Clock::now();
+        variants[v]();
+        if (i >= 20) us[v].push_back(seconds_since(t0) * 1e6);  // the first 20: warm-up
+      }
+    const double dv = median(us[0]), rv = median(us[1]);
+    std::printf("   %s devctx %.2f us, raw %.2f us: %.3fx  %s   (raw on the legacy stream %.2f us, cudaMemcpy %.2f us)\n",
+                up ? "H2D" : "D2H", dv, rv, rv / dv, verdict(rv / dv >= 0.95), median(us[2]), median(us[3]));
+  }
+}
+
 int main(int argc, char** argv) {
-  bool four_gib = false, strict = false;
+  bool four_gib = false, strict = false, sync_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--4g") == 0) four_gib = true;
     else if (std::strcmp(argv[i], "--strict") == 0) strict = true;
+    else if (std::strcmp(argv[i], "--sync") == 0) sync_only = true;
     else {
-      std::fprintf(stderr, "usage: %s [--4g] [--strict]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--4g] [--strict] [--sync]\n", argv[0]);
       return 2;
     }
   }
   if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
     std::printf("devctx_bench_transfers: no CUDA device; nothing to measure\n");
     return 0;
+  }
+  if (sync_only) {
+    CK(cudaSetDevice(0));
+    cudaStream_t raw;
+    CK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+    std::vector<Byte> pageable(std::size_t{4} << 20, 1);
+    copy_then_synchronize(raw, pageable);
+    CK(cudaStreamDestroy(raw));
+    std::printf("\n%d target(s) MISSED\n", missed);
+    return strict && missed > 0 ? 3 : 0;
   }
   const std::size_t largest = four_gib ? std::size_t{4} << 30 : std::size_t{1} << 30;
   std::vector<std::size_t> sizes;
@@ -449,6 +557,8 @@ int main(int argc, char** argv) {
     for (const auto& [name, ms] : after.by_name) std::printf(" %s %.3f", name.c_str(), ms);
     std::printf("\n");
   }
+
+  copy_then_synchronize(raw, pageable);
 
   CK(cudaFreeHost(pinned));
   CK(cudaStreamDestroy(raw));

@@ -143,10 +143,36 @@ inline Dim3 Block::idx() const { return detail::cpu::tls.block_idx; }
 inline Dim3 Block::dim() const { return detail::cpu::tls.block_dim; }
 inline Dim3 Block::grid() const { return detail::cpu::tls.grid_dim; }
 
+namespace detail::cpu {
+/// A phase of a checked launch (docs/checking.md): threads of rank below `count`, in rank order
+/// or, in the checker's second run of the block, in reverse order, each followed by
+/// checked_thread_step(), then the phase's end. Out of line from the fast loops, which the
+/// runners' promise (launch_kernel.hpp) lets the compiler keep free of it in unchecked code.
+template <class F>
+[[gnu::noinline]] void checked_phase(std::size_t count, F& f) {
+  auto& st = tls;
+  const Dim3 d = st.block_dim;
+  const std::size_t n = std::size_t(d.x) * d.y * d.z, end = count < n ? count : n;
+  const bool reversed = checked_threads_reversed();
+  for (std::size_t i = 0; i < end; ++i) {
+    const std::size_t rank = reversed ? end - 1 - i : i;
+    const std::size_t x = rank % d.x, y = rank / d.x % d.y, z = rank / (std::size_t(d.x) * d.y);
+    st.thread_idx = {unsigned(x), unsigned(y), unsigned(z)};
+    f(Thread{x, y, z, rank});
+    checked_thread_step();
+  }
+  checked_phase_end();
+}
+}  // namespace detail::cpu
+
 template <class F>
 inline void Block::for_each_thread(F&& f) const {
   auto& st = detail::cpu::tls;
   const Dim3 d = st.block_dim;
+  if (detail::cpu::in_checked_launch()) [[unlikely]] {
+    detail::cpu::checked_phase(~std::size_t{0}, f);
+    return;
+  }
   if (d.y == 1 && d.z == 1) {  // 1-D blocks, the common case: a single loop
     DEVCTX_IVDEP
     for (std::size_t x = 0; x < d.x; ++x) {
@@ -181,6 +207,10 @@ template <class F>
 inline void Block::for_first_threads(std::size_t count, F&& f) const {
   auto& st = detail::cpu::tls;
   const Dim3 d = st.block_dim;
+  if (detail::cpu::in_checked_launch()) [[unlikely]] {
+    detail::cpu::checked_phase(count, f);
+    return;
+  }
   if (d.y == 1 && d.z == 1) {  // 1-D blocks, the common case: a single loop
     const std::size_t end = count < d.x ? count : d.x;
     DEVCTX_IVDEP
@@ -214,6 +244,7 @@ template <class F>
 inline void Block::single(F&& f) const {
   detail::cpu::tls.thread_idx = {0, 0, 0};
   f();
+  if (detail::cpu::in_checked_launch()) [[unlikely]] detail::cpu::checked_thread_step();
   detail::cpu::phase_end();
 }
 

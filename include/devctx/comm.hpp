@@ -206,6 +206,8 @@ class Communicator {
 
   template <class S, class R>
   void call(StreamRef stream, detail::CollectiveKind kind, const S& send, R& recv, ReduceOp op, int root) {
+    // An empty communicator is named first: its own stream (StreamRef(queue_)) is empty too.
+    detail::CommImpl& comm = impl();
     constexpr bool send_ok = detail::is_endpoint_v<S>;
     constexpr bool recv_ok = detail::is_endpoint_v<std::remove_const_t<R>>;
     static_assert(send_ok && recv_ok, "devctx collectives take DeviceBuffers, their slices or DeviceViews");
@@ -221,7 +223,7 @@ class Communicator {
       c.root = root;
       c.send = detail::endpoint(send).ref;
       c.recv = detail::endpoint(recv).ref;
-      detail::comm_enqueue(impl(), stream.queue(), c, sizeof(ST));
+      detail::comm_enqueue(comm, stream.queue(), c, sizeof(ST));
     }
   }
 

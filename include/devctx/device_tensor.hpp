@@ -11,6 +11,8 @@
 // DEVCTX_KERNEL void k(devctx::LayoutTensor<float, devctx::RowMajor<64, 64>> t) is launched
 // with `d_buf`. Either way the layout must fit in the memory: a layout that reaches more
 // elements than the buffer holds throws devctx::Error(size_mismatch) and nothing is enqueued.
+// A layout's size and span are exact (devctx/tensor.hpp refuses layouts whose arithmetic would
+// wrap around past 2^64), and tensor() checks them again, overflow-checked, before comparing.
 #pragma once
 
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
@@ -27,6 +29,26 @@
 
 namespace devctx {
 
+namespace detail {
+/// Throws Error(size_mismatch) unless `layout` fits in `size` elements of `what` ("a device
+/// buffer", ...). The span is recomputed with checked arithmetic rather than trusted: a layout
+/// whose size or span does not fit in std::size_t is refused naming its extents, whatever way
+/// it was made.
+template <class L>
+void check_tensor_fits(const char* what, const L& layout, std::size_t size) {
+  std::size_t extents[L::rank] = {}, strides[L::rank] = {};
+  for (std::size_t d = 0; d < L::rank; ++d) {
+    extents[d] = layout.extent(d);
+    strides[d] = layout.stride(d);
+  }
+  const char* name = layout_name(L::order);
+  if (!size_of(extents, L::rank)) throw_tensor_layout_overflow(name, extents, strides, L::rank, L::rank, false);
+  const auto span = span_of(extents, strides, L::rank);
+  if (!span) throw_tensor_layout_overflow(name, extents, strides, L::rank, L::rank + 1, false);
+  if (*span > size) throw_tensor_too_large(what, name, extents, strides, L::rank, *span, size);
+}
+}  // namespace detail
+
 /// Device memory (a DeviceBuffer's slice) seen through layout L, on the host. Pass it to
 /// enqueue_function where the kernel takes LayoutTensor<T, L> (or LayoutTensor<const T, L>).
 /// Cheap to copy; valid while the buffer lives, as its slice is.
@@ -38,7 +60,7 @@ class DeviceTensor {
 
   /// Throws Error(size_mismatch) when the layout reaches past the end of `slice`.
   DeviceTensor(const DeviceSlice<T>& slice, const L& layout) : slice_(slice), layout_(layout) {
-    if (layout.span_size() > slice.size()) detail::throw_tensor_too_large("a device buffer", layout.span_size(), slice.size());
+    detail::check_tensor_fits("a device buffer", layout, slice.size());
   }
 
   [[nodiscard]] const DeviceSlice<T>& slice() const noexcept { return slice_; }
@@ -81,19 +103,19 @@ void tensor(DeviceView<T>&& view, const L& layout) = delete;
 /// HostBuffer once, here, not at every element); Error(size_mismatch) when the layout does not fit.
 template <class T, class L>
 [[nodiscard]] LayoutTensor<T, L> tensor(HostBuffer<T>& buffer, const L& layout) {
-  if (layout.span_size() > buffer.size()) detail::throw_tensor_too_large("a HostBuffer", layout.span_size(), buffer.size());
+  detail::check_tensor_fits("a HostBuffer", layout, buffer.size());
   return {buffer.data(), layout};
 }
 template <class T, class L>
 [[nodiscard]] LayoutTensor<const T, L> tensor(const HostBuffer<T>& buffer, const L& layout) {
-  if (layout.span_size() > buffer.size()) detail::throw_tensor_too_large("a HostBuffer", layout.span_size(), buffer.size());
+  detail::check_tensor_fits("a HostBuffer", layout, buffer.size());
   return {buffer.data(), layout};
 }
 template <class T, class L>
 void tensor(HostBuffer<T>&& buffer, const L& layout) = delete;
 template <class T, std::size_t N, class L>
 [[nodiscard]] LayoutTensor<T, L> tensor(std::span<T, N> memory, const L& layout) {
-  if (layout.span_size() > memory.size()) detail::throw_tensor_too_large("a std::span", layout.span_size(), memory.size());
+  detail::check_tensor_fits("a std::span", layout, memory.size());
   return {memory.data(), layout};
 }
 

@@ -16,6 +16,7 @@
 //   phase by phase in the block-level form; blocks run on several worker threads at once, so the
 //   lines of different blocks interleave in no set order, as on a GPU.
 // Returns the number of characters written, or a negative value on an error (as printf does).
+// In checking mode's second, reverse-order run of a block nothing is printed (and 0 returned).
 #pragma once
 
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
@@ -24,6 +25,9 @@
 #include <cstdio>
 
 #include <devctx/detail/config.hpp>
+#if !defined(__CUDA_ARCH__)
+#include <devctx/detail/cpu_state.hpp>
+#endif
 
 namespace devctx {
 
@@ -36,6 +40,8 @@ DEVCTX_HD int printf(const char* format, A... args) {
 #if defined(__CUDA_ARCH__)
   return ::printf(format, args...);
 #else
+  // Checking mode runs some blocks a second time (docs/checking.md): only the first run prints.
+  if (detail::cpu::in_checked_launch() && detail::cpu::checked_threads_reversed()) return 0;
   return std::printf(format, args...);
 #endif
 }

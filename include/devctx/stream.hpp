@@ -131,16 +131,23 @@ class StreamRef {
 
   [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
   /// The backend queue (for devctx's own use and backend interop).
+  /// Throws Error(invalid_handle) naming the handle (a moved-from DeviceContext, a moved-from
+  /// Stream, or a StreamRef of neither) when there is no stream.
   [[nodiscard]] detail::QueueImpl& queue() const {
-    if (queue_ == nullptr) detail::throw_invalid_handle("a moved-from DeviceContext or Stream: it has no stream any more");
+    if (queue_ == nullptr) detail::throw_invalid_handle(empty_);
     return *queue_;
   }
 
  protected:
+  /// For DeviceContext and Stream: `empty` is what a use of the handle without a stream (once
+  /// moved from) says it is, a literal.
+  StreamRef(detail::QueueImpl* queue, const char* empty) noexcept : queue_(queue), empty_(empty) {}
   void reset(detail::QueueImpl* queue) noexcept { queue_ = queue; }
 
  private:
   detail::QueueImpl* queue_;
+  const char* empty_ = "a StreamRef of no stream (made from a null queue, or copied from a moved-from DeviceContext "
+                       "or Stream)";
 };
 
 /// An owned stream of its device (from DeviceContext::create_stream()). Move-only; dropping it
@@ -148,8 +155,8 @@ class StreamRef {
 class Stream : public StreamRef {
  public:
   explicit Stream(std::shared_ptr<detail::QueueImpl> queue) noexcept
-      : StreamRef(queue.get()), owner_(std::move(queue)) {}
-  Stream(Stream&& other) noexcept : StreamRef(other.owner_.get()), owner_(std::move(other.owner_)) {
+      : StreamRef(queue.get(), kEmpty), owner_(std::move(queue)) {}
+  Stream(Stream&& other) noexcept : StreamRef(other.owner_.get(), kEmpty), owner_(std::move(other.owner_)) {
     other.reset(nullptr);
   }
   Stream& operator=(Stream&& other) noexcept {
@@ -163,6 +170,7 @@ class Stream : public StreamRef {
   ~Stream() = default;
 
  private:
+  static constexpr const char* kEmpty = "a moved-from Stream: it has no stream any more";
   std::shared_ptr<detail::QueueImpl> owner_;
 };
 

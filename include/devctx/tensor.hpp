@@ -20,9 +20,11 @@
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
 #include <cstddef>
+#include <optional>
 #include <type_traits>
 
 #include <devctx/detail/config.hpp>
+#include <devctx/detail/host/checked_size.hpp>
 #include <devctx/detail/host/seam.hpp>
 #if defined(__CUDA_ARCH__)
 #include <cstdio>
@@ -42,12 +44,106 @@ enum class Order : unsigned char {
   strided,    ///< every stride is a run-time value (transposes, every-other-row views, ...)
 };
 
+template <class T, class L>
+class LayoutTensor;
+
+namespace detail {
+
+/// The layout's name in messages ("RowMajor", "ColMajor", "Strided").
+constexpr const char* layout_name(Order o) noexcept {
+  return o == Order::row_major ? "RowMajor" : o == Order::col_major ? "ColMajor" : "Strided";
+}
+
+/// The strides of a contiguous layout of `rank` extents in order `o` (a strided layout made
+/// from its extents alone is laid out row-major), each the product of the extents of the
+/// dimensions inside it, and the product of all of them. Nothing when one of them does not fit
+/// in std::size_t (checked_mul, devctx/detail/host/checked_size.hpp); `bad_dim` is then the
+/// dimension whose stride does not fit, or `rank` when only the size does not.
+struct ContiguousShape {
+  std::size_t strides[3] = {};
+  std::size_t size = 0;
+  std::size_t bad_dim = 0;
+  bool fits = false;
+};
+constexpr ContiguousShape contiguous_shape(Order o, const std::size_t* extents, std::size_t rank) noexcept {
+  ContiguousShape c;
+  std::size_t s = 1;
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::size_t d = o == Order::col_major ? k : rank - 1 - k;
+    c.strides[d] = s;
+    const auto next = checked_mul(s, extents[d]);
+    if (!next) {
+      // The stride of the next dimension outwards, or the size when d is the outermost one.
+      c.bad_dim = k + 1 < rank ? (o == Order::col_major ? d + 1 : d - 1) : rank;
+      return c;
+    }
+    s = *next;
+  }
+  c.size = s;
+  c.fits = true;
+  return c;
+}
+
+/// The number of elements a layout with these extents and strides reaches, from its first
+/// element to one past its last (0 when an extent is 0), or nothing when it does not fit in
+/// std::size_t.
+constexpr std::optional<std::size_t> span_of(const std::size_t* extents, const std::size_t* strides,
+                                             std::size_t rank) noexcept {
+  std::size_t last = 0;
+  for (std::size_t d = 0; d < rank; ++d)
+    if (extents[d] == 0) return std::size_t(0);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const auto reach = checked_mul(extents[d] - 1, strides[d]);
+    const auto sum = reach ? checked_add(last, *reach) : std::nullopt;
+    if (!sum) return std::nullopt;
+    last = *sum;
+  }
+  return checked_add(last, 1);
+}
+
+/// The product of the extents (0 when one of them is 0, however large the others), or nothing
+/// when it does not fit in std::size_t.
+constexpr std::optional<std::size_t> size_of(const std::size_t* extents, std::size_t rank) noexcept {
+  for (std::size_t d = 0; d < rank; ++d)
+    if (extents[d] == 0) return std::size_t(0);
+  std::optional<std::size_t> n = 1;
+  for (std::size_t d = 0; d < rank && n; ++d) n = checked_mul(*n, extents[d]);
+  return n;
+}
+
+/// True while the calling thread runs kernel code (CPU backend): a layout that does not fit is
+/// then the kernel's failure (kernel_failed), on the host a refused argument (size_mismatch).
+inline bool in_cpu_kernel() noexcept {
+#if defined(__CUDA_ARCH__)
+  return true;
+#else
+  return cpu::tls.mode != cpu::Mode::none;
+#endif
+}
+
+}  // namespace detail
+
 /// The shape of a tensor: `sizeof...(E)` extents (1 to 3), each a constant or `dyn`, and a stride
 /// per dimension. A row- or column-major layout made from its extents is contiguous; the tiles
 /// of a tensor keep its strides. Trivially copyable.
+///
+/// Every layout that exists is representable: its size (the product of the extents), its span
+/// (span_size()) and each of its strides fit in std::size_t, so no index arithmetic on a tensor
+/// inside its extents wraps around. Static extents that cannot satisfy this (taking each `dyn`
+/// extent as 1) do not compile; a constructor or from_parts() given extents (or strides) that
+/// do not satisfy it throws devctx::Error(size_mismatch) naming the extents, on the host (in a
+/// kernel on the CPU backend the kernel fails with kernel_failed). In CUDA device code the
+/// layout is not checked: make layouts on the host, where devctx::tensor() needs them.
 template <Order O, std::size_t... E>
 class Layout {
   static_assert(sizeof...(E) >= 1 && sizeof...(E) <= 3, "devctx::Layout: a tensor has rank 1, 2 or 3");
+  static constexpr bool static_extents_fit() {
+    std::size_t e[] = {(E == dyn ? 1 : E)...};
+    return detail::contiguous_shape(O, e, sizeof...(E)).fits;
+  }
+  static_assert(static_extents_fit(),
+                "devctx::Layout: the static extents multiply past 2^64 - 1 (the layout's size or a stride would "
+                "wrap around): no memory holds such a tensor");
 
  public:
   static constexpr std::size_t rank = sizeof...(E);
@@ -68,25 +164,44 @@ class Layout {
     make_contiguous();
   }
   /// A contiguous layout given its dynamic extents, in dimension order: RowMajor<dyn, 16>(rows).
+  /// Throws Error(size_mismatch) when the size or a stride does not fit in std::size_t (see
+  /// the class comment): RowMajor<dyn, dyn>(1ull << 62, 4) is refused, not wrapped to 0.
   template <class... I>
     requires(sizeof...(I) == dynamic_count && dynamic_count > 0 && (std::is_integral_v<I> && ...))
-  DEVCTX_HD constexpr explicit Layout(I... dynamic_extents) noexcept {
+  DEVCTX_HD constexpr explicit Layout(I... dynamic_extents) {
     const std::size_t given[] = {std::size_t(dynamic_extents)...};
     constexpr std::size_t e[] = {E...};
     std::size_t next = 0;
     for (std::size_t d = 0; d < rank; ++d) extent_[d] = e[d] == dyn ? given[next++] : e[d];
+#if !defined(__CUDA_ARCH__)
+    const auto c = detail::contiguous_shape(O, extent_, rank);
+    if (!c.fits) [[unlikely]]
+      detail::throw_tensor_layout_overflow(detail::layout_name(O), extent_, nullptr, rank, c.bad_dim,
+                                           detail::in_cpu_kernel());
+#endif
     make_contiguous();
   }
   /// Every extent and stride given (`extents[d]` must equal a static extent, and the stride of
   /// unit_dim must be 1: its stride is the constant 1 whatever is given). For tiles, transposes
-  /// and strided views; tensor.hpp's own operations are the usual way to make one.
-  DEVCTX_HD static constexpr Layout from_parts(const std::size_t (&extents)[rank], const std::size_t (&strides)[rank]) noexcept {
-    Layout l(Parts{});
+  /// and strided views; tensor.hpp's own operations are the usual way to make one. Throws
+  /// Error(size_mismatch) when the size or the span does not fit in std::size_t, and
+  /// Error(invalid_argument) when an extent differs from the static one.
+  DEVCTX_HD static constexpr Layout from_parts(const std::size_t (&extents)[rank], const std::size_t (&strides)[rank]) {
+#if !defined(__CUDA_ARCH__)
+    constexpr std::size_t e[] = {E...};
+    std::size_t used[rank] = {};
     for (std::size_t d = 0; d < rank; ++d) {
-      l.extent_[d] = extents[d];
-      l.stride_[d] = strides[d];
+      if (e[d] != dyn && extents[d] != e[d]) [[unlikely]]
+        detail::throw_tensor_static_extent(detail::layout_name(O), d, extents[d], e[d], detail::in_cpu_kernel());
+      used[d] = d == unit_dim ? 1 : strides[d];
     }
-    return l;
+    if (!detail::size_of(extents, rank)) [[unlikely]]
+      detail::throw_tensor_layout_overflow(detail::layout_name(O), extents, used, rank, rank, detail::in_cpu_kernel());
+    if (!detail::span_of(extents, used, rank)) [[unlikely]]
+      detail::throw_tensor_layout_overflow(detail::layout_name(O), extents, used, rank, rank + 1,
+                                           detail::in_cpu_kernel());
+#endif
+    return unchecked_parts(extents, strides);
   }
 
   /// Extent of dimension d (a constant when static).
@@ -139,8 +254,22 @@ class Layout {
   }
 
  private:
+  template <class, class>
+  friend class LayoutTensor;
+
   struct Parts {};
   DEVCTX_HD constexpr explicit Layout(Parts) noexcept {}
+  /// from_parts() without the checks, for the views LayoutTensor makes of a representable
+  /// layout (a tile inside it, its transpose), which are representable too.
+  DEVCTX_HD static constexpr Layout unchecked_parts(const std::size_t (&extents)[rank],
+                                                    const std::size_t (&strides)[rank]) noexcept {
+    Layout l(Parts{});
+    for (std::size_t d = 0; d < rank; ++d) {
+      l.extent_[d] = extents[d];
+      l.stride_[d] = strides[d];
+    }
+    return l;
+  }
   DEVCTX_HD static constexpr Layout contiguous_like(const Layout& l) noexcept {
     Layout c(Parts{});
     for (std::size_t d = 0; d < rank; ++d) c.extent_[d] = l.extent(d);
@@ -247,10 +376,11 @@ class LayoutTensor {
   DEVCTX_HD constexpr LayoutTensor(T* data, const L& layout) noexcept : data_(data), layout_(layout) {}
   /// A tensor over `data` with a fully static layout.
   DEVCTX_HD constexpr explicit LayoutTensor(T* data) noexcept requires(L::dynamic_count == 0) : data_(data) {}
-  /// A contiguous tensor over `data` given the layout's dynamic extents, in dimension order.
+  /// A contiguous tensor over `data` given the layout's dynamic extents, in dimension order
+  /// (throws as L's constructor does when they do not fit in std::size_t).
   template <class... I>
     requires(sizeof...(I) == L::dynamic_count && L::dynamic_count > 0 && (std::is_integral_v<I> && ...))
-  DEVCTX_HD constexpr LayoutTensor(T* data, I... dynamic_extents) noexcept : data_(data), layout_(dynamic_extents...) {}
+  DEVCTX_HD constexpr LayoutTensor(T* data, I... dynamic_extents) : data_(data), layout_(dynamic_extents...) {}
   /// LayoutTensor<T, L> converts to LayoutTensor<const T, L>.
   template <class U>
     requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
@@ -283,10 +413,13 @@ class LayoutTensor {
 
   /// The tile of static extents (TM[, TN[, TK]]) at tile coordinates (bi[, bj[, bk]]): elements
   /// (bi * TM + i, bj * TN + j, ...) of this tensor, with this tensor's strides. The tile must lie
-  /// inside the tensor (checked under DEVCTX_CHECK_BOUNDS and in a checked launch).
+  /// inside the tensor (checked under DEVCTX_CHECK_BOUNDS and in a checked launch, by tile
+  /// coordinate: coordinates near 2^64 cannot wrap around into range). Each tile extent is at
+  /// least 1 (compile-time check).
   template <std::size_t... TE, class... I>
     requires(sizeof...(TE) == rank && sizeof...(I) == rank && (std::is_integral_v<I> && ...))
   [[nodiscard]] DEVCTX_HD_INLINE constexpr LayoutTensor<T, Layout<L::order, TE...>> tile(I... tile_coords) const {
+    static_assert(((TE != 0 && TE != dyn) && ...), "LayoutTensor::tile: each tile extent is a constant of at least 1");
     constexpr std::size_t te[] = {TE...};
     const std::size_t coords[rank] = {std::size_t(tile_coords)...};
     std::size_t origin[rank] = {}, extents[rank] = {}, strides[rank] = {};
@@ -295,8 +428,8 @@ class LayoutTensor {
       extents[d] = te[d];
       strides[d] = stride(d);
     }
-    check_tile(coords, origin, te);
-    return {data_ + layout_.offset(origin), Layout<L::order, TE...>::from_parts(extents, strides)};
+    check_tile(coords, te);
+    return {data_ + layout_.offset(origin), Layout<L::order, TE...>::unchecked_parts(extents, strides)};
   }
 
   /// The same elements under another contiguous layout of equal size (a contiguous tensor only:
@@ -323,7 +456,7 @@ class LayoutTensor {
                                                        : Order::strided;
     using T2 = Layout<o, L::static_extents[1], L::static_extents[0]>;
     const std::size_t extents[2] = {extent(1), extent(0)}, strides[2] = {stride(1), stride(0)};
-    return LayoutTensor<T, T2>(data_, T2::from_parts(extents, strides));
+    return LayoutTensor<T, T2>(data_, T2::unchecked_parts(extents, strides));
   }
 
  private:
@@ -336,14 +469,15 @@ class LayoutTensor {
     return !std::is_constant_evaluated() && detail::cpu::in_checked_launch();
 #endif
   }
-  DEVCTX_HD constexpr void check_tile(const std::size_t (&coords)[rank], const std::size_t (&origin)[rank],
-                                      const std::size_t (&te)[rank]) const {
+  DEVCTX_HD constexpr void check_tile(const std::size_t (&coords)[rank], const std::size_t (&te)[rank]) const {
     if (checks_on()) [[unlikely]] {
       std::size_t tiles[rank] = {};
       bool in = true;
       for (std::size_t d = 0; d < rank; ++d) {
+        // Tile coords[d] lies inside when (coords[d] + 1) * te[d] <= extent(d), that is when
+        // coords[d] < extent(d) / te[d]: compared so, no product can wrap around.
         tiles[d] = extent(d) / te[d];
-        in &= origin[d] + te[d] <= extent(d);
+        in &= coords[d] < tiles[d];
       }
       if (!in) fail("tile", coords, tiles);
     }

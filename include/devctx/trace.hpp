@@ -4,7 +4,8 @@
 // device execution time, written as a Chrome trace-event file (ui.perfetto.dev, chrome://tracing)
 // and summarised as a transfer report (docs/observability.md).
 //
-//   DEVCTX_TRACE_FILE=out.json ./app     records from the first DeviceContext on, writes at exit
+//   DEVCTX_TRACE_FILE=out.json ./app     records from the first DeviceContext on, streamed into
+//                                        the file as it goes (bounded memory), complete at exit
 //   DEVCTX_REPORT=1 ./app                records, prints the report to stderr at exit
 //   devctx::trace::start(); ...; devctx::trace::write("out.json");   the same from code
 //
@@ -74,11 +75,15 @@ void start();
 void stop() noexcept;
 /// Whether operations are being recorded now.
 [[nodiscard]] bool recording() noexcept;
-/// Drops every record (and the events they hold). Recording continues if it was on.
+/// Drops every record (and the events they hold). Recording continues if it was on. Under
+/// DEVCTX_TRACE_FILE the records not yet written go to the file first (the file keeps every
+/// operation, and its ids go on), and the running report starts again.
 void clear() noexcept;
 
 /// The records so far, in enqueue order. Device times are filled in for the operations whose
-/// work has finished; this never waits for work (synchronize first to have them all).
+/// work has finished; this never waits for work (synchronize first to have them all). Under
+/// DEVCTX_TRACE_FILE or DEVCTX_REPORT, records are dropped once written to the file and counted
+/// in the report: this returns those not yet written (report() still counts them all).
 [[nodiscard]] std::vector<Operation> operations();
 
 /// The Chrome trace-event JSON of `ops`: one track ("process") for the host with a track per
@@ -87,7 +92,8 @@ void clear() noexcept;
 /// arrow from each enqueue to its execution. Every event carries its operation's fields in args.
 [[nodiscard]] std::string to_json(std::span<const Operation> ops);
 /// Writes to_json(operations()) to `path`. Throws Error(invalid_argument) naming the path when
-/// the file cannot be written.
+/// the file cannot be written. Numbers in the JSON (and in the report's text) are written the
+/// same under every locale the program may set.
 void write(const std::string& path);
 
 /// Totals of one kind of transfer.
@@ -134,7 +140,8 @@ struct Report {
 
 /// The report of `ops` (all devices).
 [[nodiscard]] Report summarize(std::span<const Operation> ops);
-/// summarize(operations()).
+/// The report of everything recorded: summarize(operations()), plus, under DEVCTX_TRACE_FILE or
+/// DEVCTX_REPORT, the records already written and dropped.
 [[nodiscard]] Report report();
 /// The report as text, as DEVCTX_REPORT=1 prints it.
 [[nodiscard]] std::string to_string(const Report& report);

@@ -11,12 +11,17 @@
 Arrays speak DLPack both ways without copies (``torch.from_dlpack(out)``, ``np.from_dlpack(host)``,
 ``devctx.from_dlpack(tensor, ctx)``); docs/interop.md says who owns what and what is synchronous.
 Every failure raises devctx.Error, whose ``code`` names its kind as devctx::Errc does in C++.
+Arguments are checked at the call: a wrong type is a TypeError; a value devctx cannot take is a
+devctx.ArgumentError (a devctx.Error and a ValueError), or devctx.ArgumentOverflowError (also an
+OverflowError) when the number does not fit its C or element type. A failed call changes nothing.
 """
 from __future__ import annotations
 
 from typing import Any, Optional
 
 from ._devctx import (
+    ArgumentError,
+    ArgumentOverflowError,
     Context,
     DeviceArray,
     Error,
@@ -28,6 +33,8 @@ from ._devctx import (
 )
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentOverflowError",
     "Context",
     "DeviceArray",
     "Error",
@@ -57,10 +64,17 @@ def from_dlpack(x: Any, ctx: Optional[Context] = None) -> DeviceArray:
     or a DLPack capsule). ``ctx`` defaults to a new context on ``x``'s device. The producer's
     work is ordered before ctx's stream (DLPack's stream handshake); ``x``'s memory stays alive
     until the array is gone and devctx's work on it has finished."""
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError(f"from_dlpack: ctx must be a devctx Context or None, not {type(ctx).__name__}")
     if type(x).__name__ == "PyCapsule":
         if ctx is None:
             raise TypeError("from_dlpack: pass a Context with a bare DLPack capsule")
         return _from_capsule(ctx, x)
+    if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+        raise TypeError(
+            f"from_dlpack: x must have __dlpack__ and __dlpack_device__ (a NumPy, CuPy or PyTorch array, ...), "
+            f"not {type(x).__name__}"
+        )
     if ctx is None:
         ctx = Context(_device_of(x))
     # DLPack's stream handshake is for device memory: a host producer (NumPy) takes no stream,
@@ -77,7 +91,14 @@ def from_dlpack(x: Any, ctx: Optional[Context] = None) -> DeviceArray:
 def to_device(ctx: Context, host: Any) -> DeviceArray:
     """A new DeviceArray on ctx holding a copy of ``host`` (a C-contiguous NumPy array, or any
     host memory with the buffer protocol, shape and dtype taken from it)."""
-    view = memoryview(host)
+    if not isinstance(ctx, Context):
+        raise TypeError(f"to_device: ctx must be a devctx Context, not {type(ctx).__name__}")
+    try:
+        view = memoryview(host)
+    except TypeError:
+        raise TypeError(
+            f"to_device: host must be host memory with the buffer protocol (a NumPy array, ...), not {type(host).__name__}"
+        ) from None
     import numpy  # only for the dtype name of a buffer's format
 
     array = ctx.empty(tuple(view.shape), numpy.dtype(view.format).name if view.format != "?" else "bool")
@@ -88,6 +109,8 @@ def to_device(ctx: Context, host: Any) -> DeviceArray:
 def to_numpy(array: DeviceArray | HostArray) -> Any:
     """A NumPy array holding a copy of ``array``; returns once the copy is done (after the
     work enqueued before it on the array's context)."""
+    if not isinstance(array, (DeviceArray, HostArray)):
+        raise TypeError(f"to_numpy: array must be a devctx DeviceArray or HostArray, not {type(array).__name__}")
     import numpy
 
     out = numpy.empty(array.shape, dtype=array.dtype)

@@ -13,6 +13,14 @@ class Error(RuntimeError):
     'invalid_handle', 'wrong_device', 'not_available', 'out_of_memory', 'kernel_failed',
     'backend_error' or 'context_lost'."""
 
+class ArgumentError(Error, ValueError):
+    """An argument of the right type whose value devctx cannot take (a negative dimension, an
+    unknown dtype, stream 0, ...); code is 'invalid_argument'. Raised before anything is enqueued."""
+
+class ArgumentOverflowError(ArgumentError, OverflowError):
+    """A number that does not fit the C type or element type it is for: fill(int8_array, 300),
+    fill(uint64_array, -1), a dimension of 2**63 or more, a stream handle past 64 bits."""
+
 class Context:
     """A device and its default stream (devctx::DeviceContext)."""
 
@@ -29,7 +37,9 @@ class Context:
     def empty(self, shape: Shape, dtype: DTypeName = "float32") -> DeviceArray: ...
     def empty_host(self, shape: Shape, dtype: DTypeName = "float32") -> HostArray: ...
     def copy(self, dst: Any, src: Any) -> None: ...
-    def fill(self, dst: Union[DeviceArray, HostArray], value: Union[bool, int, SupportsFloat]) -> None: ...
+    def fill(self, dst: Union[DeviceArray, HostArray], value: Union[bool, int, SupportsFloat]) -> None:
+        """bool arrays take True/False (or 0, 1); integer arrays integers within the dtype's range
+        (never a float or str: TypeError); float arrays real numbers (finite ones within range)."""
 
 class _Array:
     @property
@@ -70,4 +80,5 @@ class HostArray(_Array):
 def count(api: str) -> int: ...
 def vector_add(ctx: Context, a: DeviceArray, b: DeviceArray, out: DeviceArray) -> None: ...
 def softmax(ctx: Context, x: DeviceArray, out: DeviceArray) -> None: ...
+def _softmax(ctx: Context, x: DeviceArray, out: DeviceArray, launch_shape: Optional[tuple[int, int]]) -> None: ...
 def _from_capsule(ctx: Context, capsule: Any) -> DeviceArray: ...

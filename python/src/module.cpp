@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // python/src/module.cpp - the devctx extension module (devctx._devctx): contexts, device and host
 // arrays with the DLPack protocol, copies, fills, synchronize, devctx::Error as devctx.Error, and
-// the kernels of kernels.hpp. It only converts between Python and devctx: every rule (sizes,
-// devices, DLPack checks, stream order) is devctx's own, and so are the error messages.
+// the kernels of kernels.hpp. It converts between Python and devctx, and checks only what that
+// conversion needs (each argument's type and whether its value fits: "arguments" below); every
+// other rule (sizes, devices, DLPack checks, stream order) is devctx's own, and so are those errors.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
-#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/string_view.h>
 
 #include <Python.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +36,105 @@ using devctx::Errc;
 
 [[noreturn]] void fail(Errc code, const std::string& message) { throw devctx::Error(code, message); }
 
+// ---- arguments ----------------------------------------------------------------------------------------
+// Every entry point converts its arguments here, before anything is enqueued, and says which
+// argument was wrong and why. The rule (docs/interop.md): an argument of the wrong Python type is
+// a TypeError; one of the right type whose value devctx cannot take is devctx.ArgumentError, a
+// devctx.Error (code 'invalid_argument') that is also a ValueError, or devctx.ArgumentOverflowError
+// (also an OverflowError) when the number does not fit the C type or element type it is for. What
+// devctx itself checks once the arguments are converted (sizes, devices, memory) stays a plain
+// devctx.Error with its own code.
+
+/// A value devctx cannot take (the Python binding's check): ArgumentError, or ArgumentOverflowError
+/// when `overflow` is set.
+struct ArgumentError : devctx::Error {
+  bool overflow;
+  ArgumentError(bool overflows, const std::string& message) : devctx::Error(Errc::invalid_argument, message), overflow(overflows) {}
+};
+
+[[noreturn]] void bad_value(const std::string& message) { throw ArgumentError(false, message); }
+[[noreturn]] void too_large(const std::string& message) { throw ArgumentError(true, message); }
+[[noreturn]] void bad_type(const std::string& message) { throw nb::type_error(message.c_str()); }
+
+std::string py_type_name(nb::handle h) { return Py_TYPE(h.ptr())->tp_name; }
+
+/// repr(h), shortened; never throws (repr itself may fail, as for an int of more than 4300 digits).
+std::string short_repr(nb::handle h) {
+  PyObject* r = PyObject_Repr(h.ptr());
+  if (r == nullptr) {
+    PyErr_Clear();
+    return "<" + py_type_name(h) + ": repr() failed>";
+  }
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(r, &size);
+  std::string out = text != nullptr ? std::string(text, std::size_t(size)) : "<" + py_type_name(h) + ": repr() failed>";
+  if (text == nullptr) PyErr_Clear();
+  Py_DECREF(r);
+  if (out.size() > 48) out = out.substr(0, 40) + "...(" + std::to_string(out.size()) + " characters)";
+  return out;
+}
+
+bool is_numpy_bool(nb::handle h) {
+  const std::string_view name = Py_TYPE(h.ptr())->tp_name;
+  return name == "numpy.bool" || name == "numpy.bool_";
+}
+
+/// An integer argument: a Python int or anything with __index__ (bool, NumPy integers), never a
+/// float or str; TypeError naming `what` otherwise.
+nb::object as_int(nb::handle h, const std::string& what, const std::string& expected) {
+  if (PyIndex_Check(h.ptr())) {
+    if (PyObject* i = PyNumber_Index(h.ptr())) return nb::steal(i);
+    PyErr_Clear();
+  }
+  bad_type(what + " must be " + expected + ", not " + py_type_name(h) + " (" + short_repr(h) + ")");
+}
+
+/// A Python int's value when it fits a long long.
+std::optional<long long> to_long_long(nb::handle i) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return v;
+}
+
+/// A Python int's value when it fits an unsigned long long (not negative).
+std::optional<unsigned long long> to_unsigned_long_long(nb::handle i) {
+  const unsigned long long v = PyLong_AsUnsignedLongLong(i.ptr());
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return v;
+}
+
+/// A str argument; TypeError naming `what` otherwise (None only where `none_ok`).
+std::optional<std::string> as_str(nb::handle h, const std::string& what, bool none_ok) {
+  if (none_ok && h.is_none()) return std::nullopt;
+  if (!PyUnicode_Check(h.ptr()))
+    bad_type(what + " must be a str" + (none_ok ? " or None" : "") + ", not " + py_type_name(h) + " (" + short_repr(h) + ")");
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+  if (text == nullptr) {
+    PyErr_Clear();
+    bad_value(what + " is not valid text (it cannot be encoded as UTF-8)");
+  }
+  return std::string(text, std::size_t(size));
+}
+
+/// A True/False argument: bool or numpy.bool_; TypeError naming `what` otherwise.
+bool as_bool(nb::handle h, const std::string& what) {
+  if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
+  if (is_numpy_bool(h)) {
+    const int v = PyObject_IsTrue(h.ptr());
+    if (v >= 0) return v == 1;
+    PyErr_Clear();
+  }
+  bad_type(what + " must be True or False, not " + py_type_name(h) + " (" + short_repr(h) + ")");
+}
+
 // ---- element types ----------------------------------------------------------------------------------
 
 enum class DType { boolean, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64 };
@@ -43,11 +144,12 @@ constexpr const char* dtype_names[] = {"bool",  "int8",   "int16",  "int32",   "
 
 const char* name_of(DType t) { return dtype_names[int(t)]; }
 
-DType dtype_named(std::string_view name) {
+DType dtype_named(nb::handle dtype, const char* function) {
+  const std::string name = *as_str(dtype, std::string(function) + ": dtype", false);
   for (int i = 0; i < int(std::size(dtype_names)); ++i)
     if (name == dtype_names[i]) return DType(i);
-  fail(Errc::invalid_argument, "unknown dtype '" + std::string(name) +
-                                   "': devctx arrays hold bool, int8..int64, uint8..uint64, float32 or float64");
+  bad_value(std::string(function) + ": unknown dtype '" + name +
+            "': devctx arrays hold bool, int8..int64, uint8..uint64, float32 or float64");
 }
 
 /// Calls f.template operator()<T>() with T the C++ type of `t`.
@@ -132,28 +234,61 @@ struct Array {
 struct DeviceArray : Array {};
 struct HostArray : Array {};
 
-std::vector<std::int64_t> parse_shape(nb::handle shape, std::size_t& count) {
-  std::vector<std::int64_t> dims;
-  if (PyLong_Check(shape.ptr())) {
-    dims.push_back(nb::cast<std::int64_t>(shape));
+/// At most as many dimensions as NumPy and CuPy allow.
+constexpr std::size_t kMaxDims = 64;
+
+/// A shape argument: an int or an iterable of ints (not str or bytes), each in [0, 2^63), whose
+/// product (stored in `count`) is below 2^63 too.
+std::vector<std::int64_t> parse_shape(nb::handle shape, std::size_t& count, const char* function) {
+  const std::string fn = function;
+  // An int (or 0-d integer: NumPy scalars and 0-d arrays) or an iterable of them; a NumPy array
+  // of shape (n,) is both iterable and has __index__, and is a sequence here.
+  std::vector<nb::object> items;
+  const auto not_a_shape = [&] {
+    bad_type(fn + ": shape must be an int or a sequence of ints, not " + py_type_name(shape) + " (" + short_repr(shape) + ")");
+  };
+  if (PyUnicode_Check(shape.ptr()) || PyBytes_Check(shape.ptr()) || PyByteArray_Check(shape.ptr())) not_a_shape();
+  PyObject* it = PyLong_Check(shape.ptr()) ? nullptr : PyObject_GetIter(shape.ptr());
+  const bool single = it == nullptr;
+  if (single) {
+    PyErr_Clear();
+    if (!PyIndex_Check(shape.ptr())) not_a_shape();
+    items.push_back(nb::borrow(shape));
   } else {
-    for (nb::handle d : nb::iter(shape)) dims.push_back(nb::cast<std::int64_t>(d));
+    nb::object iterator = nb::steal(it);
+    while (PyObject* item = PyIter_Next(it)) {
+      items.push_back(nb::steal(item));
+      if (items.size() > kMaxDims) bad_value(fn + ": shape has more than " + std::to_string(kMaxDims) + " dimensions");
+    }
+    if (PyErr_Occurred()) throw nb::python_error();  // the iterable itself failed
   }
+  std::vector<std::int64_t> dims;
   count = 1;
-  for (const std::int64_t d : dims) {
-    if (d < 0) fail(Errc::invalid_argument, "shape: dimension " + std::to_string(d) + " is negative");
-    if (d != 0 && count > (std::size_t{1} << 62) / std::size_t(d))
-      fail(Errc::out_of_memory, "shape: the element count does not fit in 64 bits");
-    count *= std::size_t(d);
+  bool overflowed = false;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string what = fn + ": shape" + (single ? "" : "[" + std::to_string(i) + "]");
+    const nb::object value = as_int(items[i], what, "an int");
+    const auto v = to_long_long(value);
+    if (PyObject_RichCompareBool(value.ptr(), nb::int_(0).ptr(), Py_LT) == 1)
+      bad_value(what + " = " + short_repr(value) + " is negative");
+    if (!v) too_large(what + " = " + short_repr(value) + " does not fit in 64 bits (a dimension is below 2^63)");
+    dims.push_back(std::int64_t(*v));
+    const std::size_t d = std::size_t(*v);
+    if (d != 0 && count > std::size_t(std::numeric_limits<std::int64_t>::max()) / d) overflowed = true;
+    else count *= d;
   }
+  const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
+  if (overflowed && !empty)
+    too_large(fn + ": shape " + short_repr(shape) + " holds more than 2^63 - 1 elements");
+  if (empty) count = 0;
   return dims;
 }
 
-DeviceArray make_device_array(const Context& c, nb::handle shape, std::string_view dtype) {
+DeviceArray make_device_array(const Context& c, nb::handle shape, nb::handle dtype) {
   DeviceArray a;
   a.ctx = c.ctx;
-  a.dtype = dtype_named(dtype);
-  a.shape = parse_shape(shape, a.count);
+  a.shape = parse_shape(shape, a.count, "empty");
+  a.dtype = dtype_named(dtype, "empty");
   visit(a.dtype, [&]<class T>() {
     auto buffer = std::make_shared<devctx::DeviceBuffer<T>>(c.ctx->enqueue_create_buffer<T>(a.count));
     a.allocation = buffer->as_slice().allocation();
@@ -163,11 +298,11 @@ DeviceArray make_device_array(const Context& c, nb::handle shape, std::string_vi
   return a;
 }
 
-HostArray make_host_array(const Context& c, nb::handle shape, std::string_view dtype) {
+HostArray make_host_array(const Context& c, nb::handle shape, nb::handle dtype) {
   HostArray a;
   a.ctx = c.ctx;
-  a.dtype = dtype_named(dtype);
-  a.shape = parse_shape(shape, a.count);
+  a.shape = parse_shape(shape, a.count, "empty_host");
+  a.dtype = dtype_named(dtype, "empty_host");
   visit(a.dtype, [&]<class T>() {
     auto buffer = std::make_shared<devctx::HostBuffer<T>>(c.ctx->enqueue_create_host_buffer<T>(a.count));
     a.allocation = buffer->as_slice().allocation();
@@ -177,10 +312,18 @@ HostArray make_host_array(const Context& c, nb::handle shape, std::string_view d
   return a;
 }
 
-Context open_context(std::optional<std::string> device) {
+Context open_context(nb::handle device_name) {
+  const std::optional<std::string> device = as_str(device_name, "Context: device", true);
   if (!device) return Context{std::make_shared<devctx::DeviceContext>()};
   const devctx::DeviceId id = devctx::parse_device(*device);  // devctx's own device names
   return Context{std::make_shared<devctx::DeviceContext>(id.api, id.id)};
+}
+
+/// The `ctx` argument of a module-level function.
+const Context& context_arg(nb::handle obj, const char* function) {
+  if (!nb::isinstance<Context>(obj))
+    bad_type(std::string(function) + ": ctx must be a devctx Context, not " + py_type_name(obj));
+  return nb::cast<const Context&>(obj);
 }
 
 // ---- copies and fills ---------------------------------------------------------------------------------
@@ -257,15 +400,65 @@ void copy(const Context& c, nb::handle dst, nb::handle src) {
   });
 }
 
+/// A fill value as element type T, converted as NumPy users expect and refused otherwise (nothing
+/// is enqueued): bool takes True/False (or NumPy's) and the integers 0 and 1; integer types take
+/// integers (int, bool, NumPy integers: never a float or str, which NumPy would truncate or
+/// parse) within the type's range; float types take real numbers (int, float, NumPy scalars),
+/// finite ones within the type's range (inf and nan are fine).
+template <class T>
+T fill_value(nb::handle value, DType dtype) {
+  const std::string what = std::string("fill: value ") + short_repr(value);
+  const std::string into = std::string(name_of(dtype)[0] == 'i' ? " into an " : " into a ") + name_of(dtype) + " array";
+  if constexpr (std::is_same_v<T, bool>) {
+    if (PyBool_Check(value.ptr()) || is_numpy_bool(value)) return as_bool(value, "fill: value");
+    const nb::object i = as_int(value, "fill: value for a bool array", "True, False, 0 or 1");
+    const auto v = to_long_long(i);
+    if (!v || (*v != 0 && *v != 1)) too_large(what + " does not fit bool (True, False, 0 or 1)");
+    return *v == 1;
+  } else if constexpr (std::is_integral_v<T>) {
+    const nb::object i = is_numpy_bool(value) ? nb::int_(int(as_bool(value, "fill: value")))
+                                              : as_int(value, "fill: value" + into, "an integer");
+    const auto range = [&] {
+      return what + " does not fit " + name_of(dtype) + " (" + std::to_string(std::numeric_limits<T>::min()) + ".." +
+             std::to_string(std::numeric_limits<T>::max()) + ")";
+    };
+    if constexpr (std::is_signed_v<T>) {
+      const auto v = to_long_long(i);
+      if (!v || *v < std::numeric_limits<T>::min() || *v > std::numeric_limits<T>::max()) too_large(range());
+      return T(*v);
+    } else {
+      const auto v = to_unsigned_long_long(i);
+      if (!v || *v > std::numeric_limits<T>::max()) too_large(range());
+      return T(*v);
+    }
+  } else {
+    PyNumberMethods* number = Py_TYPE(value.ptr())->tp_as_number;
+    const bool real = PyFloat_Check(value.ptr()) || PyIndex_Check(value.ptr()) || is_numpy_bool(value) ||
+                      (number != nullptr && number->nb_float != nullptr && !PyComplex_Check(value.ptr()) &&
+                       std::string_view(Py_TYPE(value.ptr())->tp_name).find("complex") == std::string_view::npos);
+    if (!real) bad_type("fill: value" + into + " must be a real number, not " + py_type_name(value) + " (" + short_repr(value) + ")");
+    const double d = PyFloat_AsDouble(value.ptr());
+    if (d == -1.0 && PyErr_Occurred()) {
+      const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError) != 0;
+      PyErr_Clear();
+      if (overflow) too_large(what + " does not fit " + name_of(dtype) + " (it is beyond a double's range)");
+      bad_type("fill: value" + into + " must be a real number; converting " + short_repr(value) + " to float failed");
+    }
+    if (std::isfinite(d) && !std::isfinite(static_cast<T>(d)))
+      too_large(what + " does not fit float32 (its largest finite value is 3.4028235e+38)");
+    return static_cast<T>(d);
+  }
+}
+
 void fill(const Context& c, nb::handle dst, nb::handle value) {
   const bool host = nb::isinstance<HostArray>(dst);
   if (!host && !nb::isinstance<DeviceArray>(dst))
-    throw nb::type_error("fill: the destination must be a devctx DeviceArray or HostArray");
+    bad_type("fill: dst must be a devctx DeviceArray or HostArray, not " + py_type_name(dst));
   const Array& a = host ? static_cast<const Array&>(nb::cast<const HostArray&>(dst))
                         : static_cast<const Array&>(nb::cast<const DeviceArray&>(dst));
-  if (a.readonly) fail(Errc::invalid_argument, "fill: the destination is a read-only array");
   visit(a.dtype, [&]<class T>() {
-    const T v = nb::cast<T>(value);
+    const T v = fill_value<T>(value, a.dtype);
+    if (a.readonly) fail(Errc::invalid_argument, "fill: the destination is a read-only array");
     if (host) c.ctx->enqueue_memset(a.host_slice<T>(), v);
     else c.ctx->enqueue_memset(a.device_slice<T>(), v);
   });
@@ -306,38 +499,79 @@ nb::tuple dlpack_device_of(const Array& a, bool host) {
 /// then exports a tensor that shares the array's memory and keeps it alive.
 nb::object export_dlpack(const Array& a, bool host, nb::handle stream, nb::handle max_version, nb::handle dl_device,
                          nb::handle copy_requested) {
-  if (!copy_requested.is_none() && nb::cast<bool>(copy_requested))
+  // Every argument is converted before anything happens (no wait, no synchronize).
+  if (!copy_requested.is_none() && as_bool(copy_requested, "__dlpack__: copy (None, True or False)"))
     throw nb::buffer_error("__dlpack__: devctx exports its memory without copying (copy=True is not supported)");
+  bool versioned = false;
+  if (!max_version.is_none()) {
+    const std::string what = "__dlpack__: max_version";
+    const bool pair = PyTuple_Check(max_version.ptr()) || PyList_Check(max_version.ptr());
+    if (!pair || PySequence_Size(max_version.ptr()) != 2)
+      bad_type(what + " must be None or a (major, minor) tuple of ints, not " + py_type_name(max_version) + " (" +
+               short_repr(max_version) + ")");
+    const nb::object major = as_int(nb::borrow(PySequence_Fast_GET_ITEM(max_version.ptr(), 0)), what + "[0]", "an int");
+    const nb::object minor = as_int(nb::borrow(PySequence_Fast_GET_ITEM(max_version.ptr(), 1)), what + "[1]", "an int");
+    const nb::object zero = nb::int_(0);
+    if (PyObject_RichCompareBool(major.ptr(), zero.ptr(), Py_LT) == 1 ||
+        PyObject_RichCompareBool(minor.ptr(), zero.ptr(), Py_LT) == 1)
+      bad_value(what + " " + short_repr(max_version) + " is not a version (its numbers are not negative)");
+    versioned = PyObject_RichCompareBool(major.ptr(), nb::int_(1).ptr(), Py_GE) == 1;
+  }
   const auto own = dlpack_device(a, host);
   bool as_cpu = false;
   if (!dl_device.is_none()) {
-    const auto [type, id] = nb::cast<std::pair<int, int>>(dl_device);
+    const std::string what = "__dlpack__: dl_device";
+    const bool pair = PyTuple_Check(dl_device.ptr()) || PyList_Check(dl_device.ptr());
+    if (!pair || PySequence_Size(dl_device.ptr()) != 2)
+      bad_type(what + " must be None or a (device_type, device_id) tuple of ints, not " + py_type_name(dl_device) + " (" +
+               short_repr(dl_device) + ")");
+    const auto type = to_long_long(as_int(nb::borrow(PySequence_Fast_GET_ITEM(dl_device.ptr(), 0)), what + "[0]", "an int"));
+    const auto id = to_long_long(as_int(nb::borrow(PySequence_Fast_GET_ITEM(dl_device.ptr(), 1)), what + "[1]", "an int"));
     const bool host_memory = own.first == kDLCPU || own.first == kDLCUDAHost;
     if (type == kDLCPU && id == 0 && host_memory) as_cpu = true;
     else if (type != own.first || id != own.second)
       throw nb::buffer_error("__dlpack__: the array cannot be exported to that device without a copy");
   }
+  // The consumer's stream: None is CUDA's legacy default stream (1), -1 asks for no ordering;
+  // any other value is a stream's handle (an address: up to 2^64 - 1).
+  std::optional<std::uint64_t> handle;  // none: no ordering
+  if (!stream.is_none()) {
+    const std::string what = "__dlpack__: stream";
+    const nb::object s = as_int(stream, what, "None or an int (-1, 1, 2 or a CUDA stream's handle)");
+    const auto v = to_long_long(s);
+    if (v && *v == -1) {
+    } else if (v && *v < -1) {
+      bad_value(what + " " + short_repr(s) + " is not a stream (it takes -1, 1, 2 or a stream's handle)");
+    } else if (const auto u = to_unsigned_long_long(s)) {
+      handle = *u;
+    } else {
+      if (PyObject_RichCompareBool(s.ptr(), nb::int_(0).ptr(), Py_LT) == 1)
+        bad_value(what + " " + short_repr(s) + " is not a stream (it takes -1, 1, 2 or a stream's handle)");
+      too_large(what + " " + short_repr(s) + " does not fit in 64 bits, so it is no stream's handle");
+    }
+  } else {
+    handle = 1;
+  }
   const bool cuda_device_memory = own.first == kDLCUDA;
   if (cuda_device_memory) {
-    // The consumer's stream: None is CUDA's legacy default stream (1), -1 asks for no ordering.
-    std::int64_t handle = stream.is_none() ? 1 : nb::cast<std::int64_t>(stream);
-    if (handle == 0)
-      throw nb::value_error("__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default stream), 2 (per-thread "
-                            "default stream) or a stream's handle");
-    if (handle != -1) {
+    if (handle == std::uint64_t{0})
+      bad_value("__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default stream), 2 (per-thread default "
+                "stream) or a stream's handle");
+  } else if (!stream.is_none() && handle && a.ctx->api() != devctx::Api::cuda) {
+    bad_value("__dlpack__: a CPU array takes no stream (stream must be None or -1)");
+  }
+  if (cuda_device_memory) {
+    if (handle) {
       nb::gil_scoped_release unlocked;
       devctx::Stream consumer =
-          devctx::wrap_cuda_stream(*a.ctx, reinterpret_cast<devctx::CudaStreamHandle>(std::intptr_t(handle)));
+          devctx::wrap_cuda_stream(*a.ctx, reinterpret_cast<devctx::CudaStreamHandle>(std::uintptr_t(*handle)));
       consumer.enqueue_wait_for(a.ctx->record_event());
     }
   } else {
-    if (!stream.is_none() && nb::cast<std::int64_t>(stream) != -1 && a.ctx->api() != devctx::Api::cuda)
-      throw nb::value_error("__dlpack__: a CPU array takes no stream (stream must be None)");
     // Host memory: the consumer reads it at once, so devctx's work on it must have finished.
     nb::gil_scoped_release unlocked;
     a.ctx->synchronize();
   }
-  const bool versioned = !max_version.is_none() && nb::cast<std::pair<int, int>>(max_version).first >= 1;
   std::shared_ptr<void> owner = a.owner;
   return visit(a.dtype, [&]<class T>() -> nb::object {
     auto make = [&](auto view) -> nb::object {
@@ -408,7 +642,8 @@ DeviceArray import_tensor(const Context& c, Managed* original) {
   return a;
 }
 
-DeviceArray from_capsule(const Context& c, nb::handle capsule) {
+DeviceArray from_capsule(nb::handle ctx, nb::handle capsule) {
+  const Context& c = context_arg(ctx, "_from_capsule");
   PyObject* p = capsule.ptr();
   if (PyCapsule_IsValid(p, kCapsuleVersioned)) {
     auto* t = static_cast<devctx::dlpack::ManagedTensorVersioned*>(PyCapsule_GetPointer(p, kCapsuleVersioned));
@@ -429,7 +664,7 @@ DeviceArray from_capsule(const Context& c, nb::handle capsule) {
 
 const DeviceArray& float_array(nb::handle obj, const char* function, const char* role) {
   if (!nb::isinstance<DeviceArray>(obj))
-    throw nb::type_error((std::string(function) + ": " + role + " must be a devctx DeviceArray").c_str());
+    bad_type(std::string(function) + ": " + role + " must be a devctx DeviceArray, not " + py_type_name(obj));
   const auto& a = nb::cast<const DeviceArray&>(obj);
   if (a.dtype != DType::float32 && a.dtype != DType::float64)
     fail(Errc::invalid_argument, std::string(function) + ": " + role + " holds " + name_of(a.dtype) +
@@ -444,7 +679,8 @@ void check_same_type(const char* function, const Array& a, const Array& out) {
   if (out.readonly) fail(Errc::invalid_argument, std::string(function) + ": out is a read-only array");
 }
 
-void vector_add(const Context& c, nb::handle a_obj, nb::handle b_obj, nb::handle out_obj) {
+void vector_add(nb::handle ctx, nb::handle a_obj, nb::handle b_obj, nb::handle out_obj) {
+  const Context& c = context_arg(ctx, "vector_add");
   const auto& a = float_array(a_obj, "vector_add", "a");
   const auto& b = float_array(b_obj, "vector_add", "b");
   const auto& out = float_array(out_obj, "vector_add", "out");
@@ -457,7 +693,10 @@ void vector_add(const Context& c, nb::handle a_obj, nb::handle b_obj, nb::handle
                                       out.device_slice<double>());
 }
 
-void softmax(const Context& c, nb::handle x_obj, nb::handle out_obj) {
+/// devctx.softmax, and with `threads_per_row` (not None) the test suite's devctx._devctx._softmax
+/// that forces a launch shape: (threads per row, block size), as devctx_python::SoftmaxShape.
+void softmax(nb::handle ctx, nb::handle x_obj, nb::handle out_obj, nb::handle shape_obj) {
+  const Context& c = context_arg(ctx, "softmax");
   const auto& x = float_array(x_obj, "softmax", "x");
   const auto& out = float_array(out_obj, "softmax", "out");
   check_same_type("softmax", x, out);
@@ -465,26 +704,40 @@ void softmax(const Context& c, nb::handle x_obj, nb::handle out_obj) {
     fail(Errc::size_mismatch, "softmax: x and out must have the same shape, (cols,) or (rows, cols)");
   const std::size_t rows = x.shape.size() == 2 ? std::size_t(x.shape[0]) : 1;
   const std::size_t cols = std::size_t(x.shape.back());
+  devctx_python::SoftmaxShape shape = devctx_python::softmax_shape(c.ctx->api(), rows, cols);
+  if (!shape_obj.is_none()) {
+    std::size_t count = 0;
+    const auto dims = parse_shape(shape_obj, count, "_softmax: launch shape");
+    if (dims.size() != 2 || dims[0] > 1024 || dims[1] > 1024)
+      bad_value("_softmax: the launch shape is (threads per row, block size), each up to 1024");
+    shape = {unsigned(dims[0]), unsigned(dims[1])};
+  }
   if (x.dtype == DType::float32)
-    devctx_python::softmax<float>(*c.ctx, x.device_slice<const float>(), out.device_slice<float>(), rows, cols);
+    devctx_python::softmax<float>(*c.ctx, x.device_slice<const float>(), out.device_slice<float>(), rows, cols, shape);
   else
-    devctx_python::softmax<double>(*c.ctx, x.device_slice<const double>(), out.device_slice<double>(), rows, cols);
+    devctx_python::softmax<double>(*c.ctx, x.device_slice<const double>(), out.device_slice<double>(), rows, cols,
+                                   shape);
 }
 
 // ---- errors -------------------------------------------------------------------------------------------
 
 PyObject* error_type = nullptr;
+PyObject* argument_error_type = nullptr;
+PyObject* argument_overflow_type = nullptr;
 
 void translate(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const devctx::Error& e) {
-    PyObject* instance = PyObject_CallFunction(error_type, "s", e.what());
+    PyObject* type = error_type;
+    if (const auto* argument = dynamic_cast<const ArgumentError*>(&e))
+      type = argument->overflow ? argument_overflow_type : argument_error_type;
+    PyObject* instance = PyObject_CallFunction(type, "s", e.what());
     if (instance == nullptr) return;  // the call set its own exception
     PyObject* code = PyUnicode_FromString(devctx::to_string(e.code()));
     if (code != nullptr) PyObject_SetAttrString(instance, "code", code);
     Py_XDECREF(code);
-    PyErr_SetObject(error_type, instance);
+    PyErr_SetObject(type, instance);
     Py_DECREF(instance);
   }
 }
@@ -516,13 +769,13 @@ void bind_array(nb::class_<A>& cls, bool host, const char* kind) {
            [](const A& a, nb::handle shape) {
              A r = a;
              std::size_t count = 0;
-             r.shape = parse_shape(shape, count);
+             r.shape = parse_shape(shape, count, "reshape");
              if (count != a.count)
                fail(Errc::size_mismatch, "reshape: the new shape holds " + std::to_string(count) + " elements, the array " +
                                              std::to_string(a.count));
              return r;
            },
-           nb::arg("shape"))
+           nb::arg("shape").none())
       .def("__dlpack__",
            [host](const A& a, nb::handle stream, nb::handle max_version, nb::handle dl_device, nb::handle copy_requested) {
              return export_dlpack(a, host, stream, max_version, dl_device, copy_requested);
@@ -547,10 +800,26 @@ NB_MODULE(_devctx, m) {
                                          "('size_mismatch', 'wrong_device', ...), as devctx::Errc does in C++.",
                                          PyExc_RuntimeError, nullptr);
   m.attr("Error") = nb::handle(error_type);
+  // The arguments' rule (the top of this file): a value devctx cannot take is both a devctx.Error
+  // and the ValueError (OverflowError) a NumPy user catches.
+  nb::object argument_bases = nb::make_tuple(nb::handle(error_type), nb::handle(PyExc_ValueError));
+  argument_error_type = PyErr_NewExceptionWithDoc(
+      "devctx.ArgumentError",
+      "An argument of the right type whose value devctx cannot take (a negative dimension, an unknown "
+      "dtype, stream 0, ...): a devctx.Error (code 'invalid_argument') and a ValueError.",
+      argument_bases.ptr(), nullptr);
+  m.attr("ArgumentError") = nb::handle(argument_error_type);
+  nb::object overflow_bases = nb::make_tuple(nb::handle(argument_error_type), nb::handle(PyExc_OverflowError));
+  argument_overflow_type = PyErr_NewExceptionWithDoc(
+      "devctx.ArgumentOverflowError",
+      "A number that does not fit the C type or element type it is for (fill(int8_array, 300), a "
+      "dimension of 2**63 or more, a stream handle past 64 bits): a devctx.ArgumentError and an OverflowError.",
+      overflow_bases.ptr(), nullptr);
+  m.attr("ArgumentOverflowError") = nb::handle(argument_overflow_type);
   nb::register_exception_translator(&translate);
 
   nb::class_<Context>(m, "Context", "A device and its default stream (devctx::DeviceContext).")
-      .def(nb::new_([](std::optional<std::string> device) { return open_context(std::move(device)); }),
+      .def(nb::new_([](nb::handle device) { return open_context(device); }),
            nb::arg("device").none() = nb::none(),
            "None: DEVCTX_DEVICE if set, else the first CUDA GPU, else the CPU; or 'cpu', 'cuda', 'cuda:N'.")
       .def_prop_ro("api", [](const Context& c) { return std::string(devctx::to_string(c.ctx->api())); })
@@ -565,13 +834,13 @@ NB_MODULE(_devctx, m) {
              c.ctx->synchronize();
            },
            "Blocks until all work enqueued on the context has finished; raises devctx.Error for a failure in it.")
-      .def("empty", &make_device_array, nb::arg("shape"), nb::arg("dtype") = "float32",
+      .def("empty", &make_device_array, nb::arg("shape").none(), nb::arg("dtype").none() = "float32",
            "A DeviceArray (contents uninitialised), allocated in stream order.")
-      .def("empty_host", &make_host_array, nb::arg("shape"), nb::arg("dtype") = "float32",
+      .def("empty_host", &make_host_array, nb::arg("shape").none(), nb::arg("dtype").none() = "float32",
            "A HostArray: host memory fit for fast transfers (page-locked on CUDA). Fill it after synchronize().")
-      .def("copy", &copy, nb::arg("dst"), nb::arg("src"),
+      .def("copy", &copy, nb::arg("dst").none(), nb::arg("src").none(),
            "Copies src into dst (DeviceArray, HostArray or C-contiguous host memory); sizes and dtypes must match.")
-      .def("fill", &fill, nb::arg("dst"), nb::arg("value"), "Sets every element of a DeviceArray or HostArray to value.")
+      .def("fill", &fill, nb::arg("dst").none(), nb::arg("value").none(), "Sets every element of a DeviceArray or HostArray to value.")
       .def("__repr__", [](const Context& c) {
         return "Context('" + std::string(devctx::to_string(c.ctx->api())) + ":" + std::to_string(c.ctx->id()) + "', " +
                c.ctx->name() + ")";
@@ -582,15 +851,20 @@ NB_MODULE(_devctx, m) {
   nb::class_<HostArray> host_array(m, "HostArray", "Host memory fit for fast transfers: a devctx HostBuffer.");
   bind_array(host_array, true, "HostArray");
 
-  m.def("count", [](const std::string& api) {
+  m.def("count", [](nb::handle api_name) {
+    const std::string api = *as_str(api_name, "count: api", false);
     if (api == "cpu") return devctx::DeviceContext::count(devctx::Api::cpu);
     if (api == "cuda") return devctx::DeviceContext::count(devctx::Api::cuda);
-    fail(Errc::invalid_argument, "count('" + api + "'): the backends are 'cpu' and 'cuda'");
-  }, nb::arg("api"), "The number of devices of a backend ('cpu' or 'cuda'); 0 when none or not built.");
-  m.def("vector_add", &vector_add, nb::arg("ctx"), nb::arg("a"), nb::arg("b"), nb::arg("out"),
+    bad_value("count('" + api + "'): the backends are 'cpu' and 'cuda'");
+  }, nb::arg("api").none(), "The number of devices of a backend ('cpu' or 'cuda'); 0 when none or not built.");
+  m.def("vector_add", &vector_add, nb::arg("ctx").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("out").none(),
         "out = a + b, elementwise, as a devctx kernel on ctx's stream (float32 or float64).");
-  m.def("softmax", &softmax, nb::arg("ctx"), nb::arg("x"), nb::arg("out"),
+  m.def("softmax", [](nb::handle ctx, nb::handle x, nb::handle out) { softmax(ctx, x, out, nb::none()); },
+        nb::arg("ctx").none(), nb::arg("x").none(), nb::arg("out").none(),
         "Row-wise softmax of x (shape (rows, cols) or (cols,)) into out, as a devctx kernel on ctx's stream.");
-  m.def("_from_capsule", &from_capsule, nb::arg("ctx"), nb::arg("capsule"),
+  m.def("_softmax", &softmax, nb::arg("ctx").none(), nb::arg("x").none(), nb::arg("out").none(), nb::arg("launch_shape").none(),
+        "softmax with a forced launch shape (threads per row, block size): for the tests, which check every "
+        "shape the GPU uses on the CPU backend too.");
+  m.def("_from_capsule", &from_capsule, nb::arg("ctx").none(), nb::arg("capsule").none(),
         "A DeviceArray over a DLPack capsule's tensor (consumes the capsule).");
 }

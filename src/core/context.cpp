@@ -188,21 +188,26 @@ Stream context_wrap_native_stream(DeviceContext& context, void* native) {
 
 }  // namespace detail
 
+namespace {
+// What every use of a moved-from context says (its device calls and its stream's verbs alike).
+constexpr const char* kMovedFromContext = "a moved-from DeviceContext: it has no device or stream any more";
+}  // namespace
+
 DeviceContext::DeviceContext() : DeviceContext(ContextOptions{}) {}
 
-DeviceContext::DeviceContext(ContextOptions options) : StreamRef(nullptr) {
+DeviceContext::DeviceContext(ContextOptions options) : StreamRef(nullptr, kMovedFromContext) {
   const DeviceId device = detail::default_device();
   impl_ = std::make_unique<detail::ContextImpl>(device.api, device.id, options);
   reset(&impl_->queue());
 }
 
 DeviceContext::DeviceContext(Api api, int id, ContextOptions options)
-    : StreamRef(nullptr), impl_(std::make_unique<detail::ContextImpl>(api, id, options)) {
+    : StreamRef(nullptr, kMovedFromContext), impl_(std::make_unique<detail::ContextImpl>(api, id, options)) {
   reset(&impl_->queue());
 }
 
 DeviceContext::DeviceContext(DeviceContext&& other) noexcept
-    : StreamRef(other.impl_ ? &other.impl_->queue() : nullptr), impl_(std::move(other.impl_)) {
+    : StreamRef(other.impl_ ? &other.impl_->queue() : nullptr, kMovedFromContext), impl_(std::move(other.impl_)) {
   other.reset(nullptr);
 }
 
@@ -224,7 +229,7 @@ bool DeviceContext::can_access_peer(const DeviceContext& other) const {
 }
 
 detail::ContextImpl& DeviceContext::impl() const {
-  if (!impl_) detail::throw_invalid_handle("a moved-from DeviceContext: it has no device any more");
+  if (!impl_) detail::throw_invalid_handle(kMovedFromContext);
   return *impl_;
 }
 
@@ -242,17 +247,16 @@ MemoryInfo DeviceContext::memory_info() const { return impl().device().memory_in
 
 trace::Report DeviceContext::report() const {
   const std::string label = impl().device().label();
-  auto ops = trace::operations();
-  if (ops.empty() && !trace::recording())
+  auto report = detail::trace::report_of(&label);
+  if (!report && !trace::recording())
     detail::fail(Errc::not_available, "report() on ", label,
                  ": nothing was recorded; set DEVCTX_REPORT=1 or DEVCTX_TRACE_FILE=out.json, or call "
                  "devctx::trace::start() before the work to report on");
-  std::erase_if(ops, [&](const trace::Operation& op) { return op.device != label; });
-  return trace::summarize(ops);
+  return report ? std::move(*report) : trace::summarize({});
 }
 
 void Event::synchronize() const {
-  if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!impl_) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   detail::trace::traced(impl_->recorded_on(),
                         [] { return detail::trace::OpDesc{.kind = trace::Kind::synchronize, .name = "Event::synchronize"}; },
                         [&] { detail::event_synchronize(*impl_); });
@@ -260,12 +264,12 @@ void Event::synchronize() const {
 }
 
 bool Event::query() const {
-  if (!impl_) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!impl_) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   return detail::event_query(*impl_);
 }
 
 double elapsed_ms(const Event& start, const Event& stop) {
-  if (!start || !stop) detail::throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!start || !stop) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   if (&start.impl()->device() != &stop.impl()->device())
     detail::fail(Errc::wrong_device, "elapsed_ms: the events belong to different devices (",
                  start.impl()->device().label(), " and ", stop.impl()->device().label(), ')');

@@ -285,7 +285,7 @@ std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) {
 }
 
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
-  if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!event) throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   if (!queue.device().can_wait_for(event->device()))
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
          event->device().label(), ", which this stream's device cannot wait for: wait on the host "

@@ -28,7 +28,7 @@ void* queue_native_stream(QueueImpl& queue, const char* operation) {
 }
 
 void* event_native_handle(const std::shared_ptr<EventImpl>& event) {
-  if (!event) throw_invalid_handle("a default-constructed Event: record one with record_event()");
+  if (!event) throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   void* native = event->native_handle();
   if (native == nullptr)
     fail(Errc::not_available, "cuda_event: the event was recorded on ", event->device().label(),

@@ -28,8 +28,15 @@ inline constexpr std::size_t kMaxAllocationBytes = std::size_t{1} << 62;
 
 /// The host's physical memory in bytes; 0 when the system does not say.
 [[nodiscard]] std::size_t host_memory_bytes() noexcept;
-/// "the machine has 23.5 GiB (25276059648 bytes) of memory"
-[[nodiscard]] std::string host_memory_text();
+/// What limits this process's host memory, for an out-of-memory message about an allocation of
+/// `request` bytes (0: unknown): the limit that applied when one is set below the machine's
+/// memory, with what is in use under it (the address-space limit RLIMIT_AS, `ulimit -v`; the
+/// data limit RLIMIT_DATA, `ulimit -d`; the memory.max of the process's cgroup, v2, or its
+/// memory.limit_in_bytes, v1), then the machine's memory:
+/// "the process's address-space limit (RLIMIT_AS, `ulimit -v`) is 512.0 MiB (536870912 bytes),
+/// 300.2 MiB (314785792 bytes) of it in use; the machine has 23.5 GiB (25276059648 bytes) of memory"
+/// or, with no such limit, "the machine has 23.5 GiB (25276059648 bytes) of memory".
+[[nodiscard]] std::string host_memory_text(std::size_t request = 0);
 
 /// Throws Error(out_of_memory) for an allocation that the backend could not satisfy:
 /// "<operation> on <device>: cannot allocate <bytes>[ of <memory>]; <state>", where `memory`

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/tensor_errors.cpp - the errors devctx/tensor.hpp and devctx/device_tensor.hpp report
 // through the seam: a multi-index or tile outside a tensor, a bad reshape, a layout larger than
-// its memory.
+// its memory, a layout whose size, span or strides do not fit in std::size_t.
 #include <cstddef>
 #include <string>
 
@@ -42,6 +42,35 @@ void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contig
 void throw_tensor_too_large(const char* what, std::size_t needed, std::size_t size) {
   fail(Errc::size_mismatch, "tensor over ", what, ": its layout reaches ", needed, " elements but the memory holds ",
        size);
+}
+
+void throw_tensor_too_large(const char* what, const char* layout, const std::size_t* extents,
+                            const std::size_t* strides, std::size_t rank, std::size_t needed, std::size_t size) {
+  fail(Errc::size_mismatch, "tensor over ", what, ": its layout (devctx::", layout, " with extents ",
+       tuple(extents, rank), " and strides ", tuple(strides, rank), ") reaches ", needed,
+       " elements but the memory holds ", size);
+}
+
+void throw_tensor_layout_overflow(const char* layout, const std::size_t* extents, const std::size_t* strides,
+                                  std::size_t rank, std::size_t fault, bool in_kernel) {
+  std::string what = concat("devctx::", layout, " layout with extents ", tuple(extents, rank));
+  if (strides != nullptr) what += concat(" and strides ", tuple(strides, rank));
+  std::string why;
+  if (fault < rank)
+    why = concat("the stride of dimension ", fault, " (the product of the extents inside it)");
+  else if (fault == rank)
+    why = "its size (the product of its extents)";
+  else
+    why = "its span (the offset of its last element, the sum of (extent - 1) * stride, plus 1)";
+  fail(in_kernel ? Errc::kernel_failed : Errc::size_mismatch, what, ": ", why,
+       " is more than a 64-bit size can count (it would wrap around past 2^64), so no memory holds such a tensor; "
+       "a layout's size, span and strides must each fit in std::size_t");
+}
+
+void throw_tensor_static_extent(const char* layout, std::size_t dim, std::size_t given, std::size_t fixed,
+                                bool in_kernel) {
+  fail(in_kernel ? Errc::kernel_failed : Errc::invalid_argument, "devctx::", layout,
+       "::from_parts: extent ", dim, " is given as ", given, " but the layout's static extent ", dim, " is ", fixed);
 }
 
 }  // namespace devctx::detail

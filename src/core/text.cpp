@@ -3,6 +3,7 @@
 #include "core/text.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <iterator>
 
 #include <devctx/device_info.hpp>
@@ -18,6 +19,20 @@ const char* to_string(Api api) noexcept {
 }
 
 namespace detail {
+
+void append_fixed(std::string& out, double value, int decimals) {
+  if (!std::isfinite(value)) value = 0;
+  char digits[352];  // the longest finite double in fixed notation (309 digits) and 17 decimals
+  const int places = decimals < 0 ? 0 : decimals > 17 ? 17 : decimals;
+  const auto end = std::to_chars(digits, digits + sizeof digits, value, std::chars_format::fixed, places).ptr;
+  out.append(digits, end);
+}
+
+std::string fixed_text(double value, int decimals) {
+  std::string out;
+  append_fixed(out, value, decimals);
+  return out;
+}
 
 std::string to_string(const Dim3& d) { return concat('(', d.x, ", ", d.y, ", ", d.z, ')'); }
 

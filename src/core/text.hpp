@@ -16,11 +16,13 @@
 
 namespace devctx::detail {
 
-/// Appends `part` to `out` as `std::ostream <<` would write it: text and characters as they are,
-/// integers in decimal (bool as 1 or 0), anything else through a stream; a null `const char*`
-/// as "(null)" (a stream would drop it and everything after it). Text and integers skip
-/// the stream, whose construction (a locale) cost about a microsecond per message: enough to
-/// show in every CUDA copy's NVTX name (devctx_bench_nvtx_cost).
+/// Appends `part` to `out` as `std::ostream <<` would write it in the "C" locale: text and
+/// characters as they are, integers in decimal (bool as 1 or 0), floating-point values as
+/// `%g` writes them (6 significant digits), always with a '.', whatever locale the program set
+/// (setlocale, std::locale::global); anything else through a stream; a null `const char*` as
+/// "(null)" (a stream would drop it and everything after it). Text and numbers skip the
+/// stream, whose construction (a locale) cost about a microsecond per message: enough to show
+/// in every CUDA copy's NVTX name (devctx_bench_nvtx_cost).
 template <class T>
 void append_text(std::string& out, const T& part) {
   using U = std::remove_cvref_t<T>;
@@ -36,6 +38,10 @@ void append_text(std::string& out, const T& part) {
     char digits[48];  // room for any integer type's digits and sign, 128-bit ones included
     const auto end = std::to_chars(digits, digits + sizeof digits, part).ptr;
     out.append(digits, end);
+  } else if constexpr (std::is_floating_point_v<U>) {
+    char digits[64];
+    const auto end = std::to_chars(digits, digits + sizeof digits, part, std::chars_format::general, 6).ptr;
+    out.append(digits, end);
   } else {
     std::ostringstream stream;
     stream << part;
@@ -50,6 +56,15 @@ template <class... Parts>
   (append_text(out, parts), ...);
   return out;
 }
+
+/// Appends `value` with `decimals` digits after the point (as printf's "%.Nf" in the "C"
+/// locale): the one way devctx writes a fractional number into output meant for machines
+/// (trace files, the report, the tool's CSV and SVG). Always a '.', whatever locale the
+/// program set: printf writes "12,345" under a comma-decimal locale, which is not JSON.
+/// A value that is not finite is written as 0 (JSON has no NaN or infinity).
+void append_fixed(std::string& out, double value, int decimals);
+/// append_fixed into a new string.
+[[nodiscard]] std::string fixed_text(double value, int decimals);
 
 /// "(256, 1, 1)"
 [[nodiscard]] std::string to_string(const Dim3& d);

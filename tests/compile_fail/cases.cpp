@@ -31,15 +31,6 @@ DEVCTX_KERNEL void signed_inc(devctx::span<int> out) { devctx::atomic_inc(&out[0
 DEVCTX_KERNEL void short_add(devctx::span<short> out) { devctx::atomic_add(&out[0], short(1)); }
 #endif
 
-#if defined(CASE_copy_shared_array)
-// On the CPU a DEVCTX_SHARED array is an object that must not be copied out of shared memory.
-DEVCTX_KERNEL void copies_shared_array(devctx::span<float> out) {
-  DEVCTX_SHARED(float, s, 32);
-  auto copy = s;
-  out[0] = copy[0];
-}
-#endif
-
 void cases(devctx::DeviceContext& ctx) {
   const devctx::LaunchConfig cfg{.grid_dim = 1, .block_dim = 32};
   auto d = ctx.enqueue_create_buffer<float>(32);
@@ -141,8 +132,6 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_span>(cfg, 1.0f);
 #elif defined(CASE_buffer_for_scalar_parameter)
   ctx.enqueue_function<takes_scalar>(cfg, di, di);
-#elif defined(CASE_copy_shared_array)
-  // (the kernel above)
 #elif defined(CASE_non_void_kernel)
   ctx.enqueue_function<returns_int>(cfg, di);
 #elif defined(CASE_buffer_for_dynamic_tensor)
@@ -174,6 +163,17 @@ void cases(devctx::DeviceContext& ctx) {
 #elif defined(CASE_tensor_wrong_rank_index)
   devctx::LayoutTensor<float, DynMat> t(v.data(), 4, 8);
   (void)t(1);
+#elif defined(CASE_tensor_static_extents_overflow)
+  // 2^62 x 4 = 2^64: the size would wrap around to 0.
+  const devctx::RowMajor<(std::size_t{1} << 62), 4> layout;
+  (void)layout;
+#elif defined(CASE_tensor_static_stride_overflow)
+  // Empty, but the stride of dimension 0 would be 2^80 (taking the dynamic extent as 1 too).
+  const devctx::RowMajor<devctx::dyn, (std::size_t{1} << 40), (std::size_t{1} << 40)> layout(0);
+  (void)layout;
+#elif defined(CASE_tensor_zero_tile)
+  devctx::LayoutTensor<float, DynMat> t(v.data(), 4, 8);
+  (void)t.tile<0, 4>(0, 0);
 #else
 #error "no CASE_ selected"
 #endif

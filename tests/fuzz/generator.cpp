@@ -41,6 +41,9 @@ std::vector<Use> uses_of(const Model& m, const Op& op) {
         add(op.dst, true);
       }
       break;
+    case OpKind::tensor:
+      add(op.dst, true);
+      break;
     case OpKind::host_fill:
       add(View{op.slot, true, 0, 0}, true);
       break;
@@ -89,7 +92,7 @@ Op Generator::next(const Model& m) {
 std::optional<Op> Generator::ordering_for(const Model& m, Op& op) {
   const std::vector<Use> uses = uses_of(m, op);
   if (uses.empty()) return std::nullopt;
-  const bool host = op.kind == OpKind::host_fill;
+  const bool host = op.kind == OpKind::host_fill || (op.kind == OpKind::tensor && m.slot(op.dst.slot).kind != BufKind::device);
   for (int tries = 0;; ++tries) {
     const std::vector<int> racing = host ? m.host_racing_queues(uses) : m.racing_queues(op.stream, uses);
     if (racing.empty()) return std::nullopt;
@@ -127,8 +130,8 @@ std::optional<Op> Generator::ordering_for(const Model& m, Op& op) {
 
 std::optional<Op> Generator::intent(const Model& m) {
   // Weights per op kind, in OpKind's order.
-  static constexpr std::array<unsigned, 16> kWeights = {70, 25, 10, 40, 260, 60, 170, 50,
-                                                        50, 25, 25, 25, 15, 8,  4,  8};
+  static constexpr std::array<unsigned, kOpKinds> kWeights = {70, 25, 10, 40, 260, 60, 170, 50,
+                                                              50, 25, 25, 25, 15, 8,  4,  8, 60};
   unsigned total = 0;
   for (unsigned w : kWeights) total += w;
   unsigned pick = unsigned(c_.below(total));
@@ -167,6 +170,8 @@ std::optional<Op> Generator::intent(const Model& m) {
       return make_memset(m);
     case OpKind::kernel:
       return make_kernel(m);
+    case OpKind::tensor:
+      return make_tensor(m);
     case OpKind::record_event:
     case OpKind::wait_event:
     case OpKind::sync_event:
@@ -437,6 +442,66 @@ std::optional<Op> Generator::make_kernel(const Model& m) {
   if (sh < 85) op.shared_bytes = 0;
   else if (sh < 95) op.shared_bytes = c_.below(free_shared + 1);
   else op.shared_bytes = c_.between(free_shared + 1, l.max_shared);  // over the limit with DEVCTX_SHARED
+  return op;
+}
+
+std::uint64_t Generator::tensor_extent() {
+  const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t r = c_.below(100);
+  if (r < 10) return 0;
+  if (r < 70) return c_.between(1, 24);
+  const std::uint64_t near = c_.below(3);  // just below, at, just above
+  switch (c_.below(6)) {
+    case 0: return (std::uint64_t{1} << 32) - 1 + near;
+    case 1: return (std::uint64_t{1} << 62) - 1 + near;
+    case 2: return (std::uint64_t{1} << 63) - 1 + near;
+    case 3: return max - near;
+    case 4: return std::uint64_t{1} << c_.below(64);
+    default: return c_.between(1, max);
+  }
+}
+
+std::optional<Op> Generator::make_tensor(const Model& m) {
+  Op op = make(OpKind::tensor);
+  op.stream = std::uint8_t(c_.below(kStreams));
+  const int slot = pick_slot(m, [](const SlotModel& s) { return s.live() && s.elem == Elem::u32; });
+  if (slot < 0) return std::nullopt;
+  const SlotModel& s = m.slot(slot);
+  op.dst = make_view(s, slot, c_.percent(60) ? s.size() : c_.below(s.size() + 1), false);
+  op.layout = LayoutId(c_.below(kLayoutIds));
+  const std::size_t rank = layout_rank(op.layout);
+  for (std::size_t d = 0; d < rank; ++d) op.ext[d] = tensor_extent();
+  Range r;
+  const std::uint64_t room = Model::resolve(s, op.dst, r) ? r.size() : 0;
+  const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  switch (c_.below(4)) {
+    case 0: {  // extents whose product straddles 2^64: e1 = floor(max / e0) + {0, 1}
+      const std::uint64_t e0 = c_.between(2, max);
+      op.ext[0] = e0;
+      op.ext[1] = max / e0 + c_.below(2);
+      break;
+    }
+    case 1: {  // extents that fit the memory, so that the tensor is written
+      std::uint64_t left = std::max<std::uint64_t>(room, 1);
+      for (std::size_t d = 0; d < rank; ++d) {
+        op.ext[d] = c_.below(std::min<std::uint64_t>(left, 32) + 1);
+        left = op.ext[d] == 0 ? left : left / op.ext[d];
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  if (op.layout == LayoutId::strided2) {
+    for (std::uint64_t& st : op.strides) {
+      const std::uint64_t k = c_.below(10);
+      st = k < 6 ? c_.below(std::max<std::uint64_t>(room, 2)) : k < 8 ? max / c_.between(1, 4) : c_.below(max);
+    }
+  }
+  // A launch over up to 4096 elements (the model writes each one).
+  op.block = {unsigned(32 * c_.between(1, 8)), 1, 1};
+  op.grid = {unsigned(c_.between(1, 8)), unsigned(c_.between(1, 2)), 1};
+  op.value = c_.below(std::uint64_t{1} << 32) | (c_.below(3) << 32);
   return op;
 }
 

@@ -52,6 +52,9 @@ class Generator {
   [[nodiscard]] std::optional<Op> make_copy(const Model& m);
   [[nodiscard]] std::optional<Op> make_memset(const Model& m);
   [[nodiscard]] std::optional<Op> make_kernel(const Model& m);
+  [[nodiscard]] std::optional<Op> make_tensor(const Model& m);
+  /// One extent for a tensor op: small most of the time, else near 2^32, 2^62, 2^63 or 2^64.
+  [[nodiscard]] std::uint64_t tensor_extent();
   [[nodiscard]] View make_view(const SlotModel& s, int slot, std::uint64_t count, bool out_of_range);
   [[nodiscard]] Shape block_shape(const Limits& l, bool warps);
   [[nodiscard]] Shape grid_shape(const Limits& l, std::uint64_t blocks_wanted, std::uint64_t max_blocks);

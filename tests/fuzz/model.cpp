@@ -241,6 +241,14 @@ void Model::fill(int slot, Range r, std::uint32_t value) {
   std::fill(s.known.begin() + std::ptrdiff_t(r.lo), s.known.begin() + std::ptrdiff_t(r.hi), std::uint8_t{1});
 }
 
+void Model::tensor(int slot, Range r, const std::vector<std::uint64_t>& offsets, std::uint32_t base) {
+  SlotModel& s = slots_[std::size_t(slot)];
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    s.value[r.lo + offsets[i]] = base + std::uint32_t(i);
+    s.known[r.lo + offsets[i]] = 1;
+  }
+}
+
 void Model::kernel(KernelId k, const Shape& grid, const Shape& block, int in_slot, Range in, int out_slot, Range out,
                    std::uint32_t value) {
   const SlotModel& is = slots_[std::size_t(in_slot)];

@@ -152,6 +152,8 @@ class Model {
   void host_fill(int slot, std::uint64_t seed);
   void copy(int dst_slot, Range dst, int src_slot, Range src);
   void fill(int slot, Range r, std::uint32_t value);
+  /// A tensor op's writes: element r.lo + offsets[i] gets base + i (tensor_plan.hpp).
+  void tensor(int slot, Range r, const std::vector<std::uint64_t>& offsets, std::uint32_t base);
   /// The effect of a kernel that ran to completion (kernels.cpp defines them; this mirrors it).
   void kernel(KernelId k, const Shape& grid, const Shape& block, int in_slot, Range in, int out_slot, Range out,
               std::uint32_t value);

@@ -12,10 +12,12 @@ namespace {
 constexpr std::array kOpNames = {"create",       "drop",       "move",        "host_fill",   "copy",
                                  "memset",       "kernel",     "record_event", "wait_event",  "sync_context",
                                  "sync_stream",  "sync_event", "query_event", "elapsed",     "new_stream",
-                                 "moved_from_use"};
+                                 "moved_from_use", "tensor"};
 constexpr std::array kBufNames = {"device", "host", "vec"};
 constexpr std::array kElemNames = {"u32", "u8"};
 constexpr std::array kKernelNames = {"scale_add", "block_reduce", "block_reverse", "warp_sum", "fail"};
+constexpr std::array kLayoutNames = {"row1", "row2", "row3", "col2", "col3", "row_x4", "col_3x", "strided2"};
+static_assert(kLayoutNames.size() == kLayoutIds);
 
 std::string view_text(const View& v) {
   std::string s = std::to_string(v.slot);
@@ -59,6 +61,25 @@ bool parse_view(std::string_view text, View& v) {
          parse_number(text.substr(plus + 1, text.size() - plus - 2), v.count);
 }
 
+/// "a,b[,c]": exactly N comma-separated numbers.
+template <std::size_t N>
+bool parse_list(std::string_view text, std::uint64_t (&out)[N]) {
+  for (std::size_t i = 0; i < N; ++i) {
+    const auto comma = text.find(',');
+    if ((comma == std::string_view::npos) != (i + 1 == N)) return false;
+    if (!parse_number(text.substr(0, comma), out[i])) return false;
+    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 1);
+  }
+  return true;
+}
+
+template <std::size_t N>
+std::string list_text(const std::uint64_t (&v)[N]) {
+  std::string s;
+  for (std::size_t i = 0; i < N; ++i) s += (i == 0 ? "" : ",") + std::to_string(v[i]);
+  return s;
+}
+
 bool parse_shape(std::string_view text, Shape& s) {
   const auto c1 = text.find(','), c2 = text.rfind(',');
   if (c1 == std::string_view::npos || c1 == c2) return false;
@@ -72,6 +93,15 @@ const char* to_string(OpKind k) { return kOpNames[std::size_t(k)]; }
 const char* to_string(BufKind k) { return kBufNames[std::size_t(k)]; }
 const char* to_string(Elem e) { return kElemNames[std::size_t(e)]; }
 const char* to_string(KernelId k) { return kKernelNames[std::size_t(k)]; }
+const char* to_string(LayoutId l) { return kLayoutNames[std::size_t(l)]; }
+std::size_t layout_rank(LayoutId l) {
+  switch (l) {
+    case LayoutId::row1: return 1;
+    case LayoutId::row3:
+    case LayoutId::col3: return 3;
+    default: return 2;
+  }
+}
 std::size_t elem_bytes(Elem e) { return e == Elem::u32 ? 4 : 1; }
 
 std::string to_text(const Op& op) {
@@ -139,6 +169,16 @@ std::string to_text(const Op& op) {
     case OpKind::moved_from_use:
       add("value", std::to_string(op.value));
       break;
+    case OpKind::tensor:
+      add("s", std::to_string(op.stream));
+      add("layout", to_string(op.layout));
+      add("ext", list_text(op.ext));
+      add("strides", list_text(op.strides));
+      add("grid", shape_text(op.grid));
+      add("block", shape_text(op.block));
+      add("out", view_text(op.dst));
+      add("value", std::to_string(op.value));
+      break;
   }
   return s;
 }
@@ -171,6 +211,9 @@ std::optional<Op> parse_op(std::string_view line, std::string& error) {
     else if (key == "count") ok = parse_number(value, op.count);
     else if (key == "value") ok = parse_number(value, op.value);
     else if (key == "k") ok = parse_name(value, kKernelNames, op.kernel);
+    else if (key == "layout") ok = parse_name(value, kLayoutNames, op.layout);
+    else if (key == "ext") ok = parse_list(value, op.ext);
+    else if (key == "strides") ok = parse_list(value, op.strides);
     else if (key == "grid") ok = parse_shape(value, op.grid);
     else if (key == "block") ok = parse_shape(value, op.block);
     else if (key == "shared") ok = parse_number(value, op.shared_bytes);

@@ -12,6 +12,7 @@
 //   create slot=3 kind=device elem=u32 count=100 s=1
 //   copy s=2 dst=1[4+10] src=3        a view is a slot, whole, or slot[offset+count]
 //   kernel s=0 k=scale_add grid=2,1,1 block=64,1,1 shared=0 in=3 out=1[0+16] value=7
+//   tensor s=0 layout=row2 ext=4611686018427387904,4,0 strides=0,0 grid=1,1,1 block=64,1,1 out=3 value=7
 #pragma once
 
 #include <cstddef>
@@ -47,9 +48,10 @@ enum class OpKind : std::uint8_t {
   elapsed,         ///< devctx::elapsed_ms(event[slot], event[slot2])
   new_stream,      ///< stream s (1-3) = ctx.create_stream(), or (4) a new second context; the old one is dropped
   moved_from_use,  ///< a verb (value) called on a moved-from Stream or DeviceContext
+  tensor,          ///< a layout of extents `ext` (near 2^64 at times) over `dst` (devctx::tensor); written if accepted
 };
 
-inline constexpr std::size_t kOpKinds = std::size_t(OpKind::moved_from_use) + 1;
+inline constexpr std::size_t kOpKinds = std::size_t(OpKind::tensor) + 1;
 
 enum class BufKind : std::uint8_t { device, host, vec };
 enum class Elem : std::uint8_t { u32, u8 };
@@ -59,6 +61,27 @@ enum class KernelId : std::uint8_t {
   block_reverse,  ///< block-level form: each block's chunk of `in` reversed into `out`
   warp_sum,       ///< out[w] = sum of warp w's 32 elements (warp_sum); block volume a multiple of 32
   fail,           ///< throws in global thread (value & 0xffffffff), CPU only; bit 32 of value: behind barrier()
+};
+
+/// The layouts a tensor op makes (tests/fuzz/tensors.cpp), every extent dynamic unless named.
+enum class LayoutId : std::uint8_t {
+  row1,      ///< RowMajor<dyn>
+  row2,      ///< RowMajor<dyn, dyn>
+  row3,      ///< RowMajor<dyn, dyn, dyn>
+  col2,      ///< ColMajor<dyn, dyn>
+  col3,      ///< ColMajor<dyn, dyn, dyn>
+  row_x4,    ///< RowMajor<dyn, 4> (ext[1] is 4)
+  col_3x,    ///< ColMajor<3, dyn> (ext[0] is 3)
+  strided2,  ///< Strided<dyn, dyn>::from_parts(ext, strides)
+};
+inline constexpr std::size_t kLayoutIds = std::size_t(LayoutId::strided2) + 1;
+[[nodiscard]] std::size_t layout_rank(LayoutId l);
+
+/// How a tensor op writes an accepted tensor's elements (Op::value bits 32-33).
+enum class TensorAccess : std::uint8_t {
+  direct,     ///< t(i, j, k)
+  tile,       ///< t.tile<1, 1, 1>(i, j, k)(0, 0, 0)
+  transpose,  ///< t.transpose()(j, i) (rank 2; else direct)
 };
 
 /// A slot, whole (`whole`) or a slice [offset, offset + count).
@@ -88,6 +111,9 @@ struct Op {
   KernelId kernel = KernelId::scale_add;
   Shape grid, block;
   std::uint64_t shared_bytes = 0;
+  LayoutId layout = LayoutId::row1;  ///< tensor
+  std::uint64_t ext[3] = {};         ///< tensor: the extents (those past the layout's rank unused)
+  std::uint64_t strides[2] = {};     ///< tensor, strided2: the strides given to from_parts
 };
 
 [[nodiscard]] std::string to_text(const Op& op);
@@ -100,6 +126,7 @@ struct Op {
 [[nodiscard]] const char* to_string(BufKind k);
 [[nodiscard]] const char* to_string(Elem e);
 [[nodiscard]] const char* to_string(KernelId k);
+[[nodiscard]] const char* to_string(LayoutId l);
 [[nodiscard]] std::size_t elem_bytes(Elem e);
 
 }  // namespace devctx_fuzz

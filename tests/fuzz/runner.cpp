@@ -14,6 +14,8 @@
 #include <variant>
 
 #include "fuzz/kernels.hpp"
+#include "fuzz/tensor_plan.hpp"
+#include "fuzz/tensors.hpp"
 
 namespace devctx_fuzz {
 namespace {
@@ -468,6 +470,62 @@ Status Runner::run(const Op& op) {
         }
         model_.add_access(op.src.slot, op.stream, seq, ir, false);
         model_.add_access(op.dst.slot, op.stream, seq, orr, true);
+      }
+      return Status::ran;
+    }
+
+    case OpKind::tensor: {
+      // A layout of the op's extents over a u32 slot: refused (unrepresentable, or larger than
+      // the memory) with size_mismatch, or accepted and, when the model can follow, written.
+      if (op.dst.slot >= kSlots) return Status::skipped;
+      const SlotModel& d = model_.slot(op.dst.slot);
+      if (!d.live() || d.elem != Elem::u32) return Status::skipped;
+      Range dr;
+      if (!Model::resolve(d, op.dst, dr)) return Status::skipped;
+      const TensorPlan plan = plan_tensor(op, dr.size());
+      const bool device = d.kind == BufKind::device;
+      Expect e;
+      if (plan.verdict != TensorPlan::Verdict::fits) e.error(Errc::size_mismatch);
+      bool write = plan.writes;
+      if (write && device && !model_.racing_queues(op.stream, {{op.dst.slot, dr, true}}).empty()) write = false;
+      if (write && !device && !model_.host_racing_queues({{op.dst.slot, dr, true}}).empty()) write = false;
+      const std::string tensor_expr = "devctx::tensor(" + view_expr(d, op.dst.slot, op.dst, false) + ", " + layout_expr(op) + ")";
+      const std::string expr =
+          !write ? "(void)" + tensor_expr
+          : device ? stream_name(op.stream) + ".enqueue_function<fuzz_tensor_write>({.grid_dim = " + shape_expr(op.grid) +
+                         ", .block_dim = " + shape_expr(op.block) + "}, " + tensor_expr + ", " +
+                         std::to_string(u32(op.value)) + "u, " + std::to_string(op.value >> 32) + "u)"
+                   : "fuzz_tensor_write_on_host(" + tensor_expr + ", " + std::to_string(u32(op.value)) + "u, " +
+                         std::to_string(op.value >> 32) + "u)";
+      const auto ok = call(e, expr, [&] {
+        Slot& slot = o.slots[op.dst.slot];
+        if (device) {
+          auto& b = std::get<devctx::DeviceBuffer<u32>>(slot);
+          const TensorDeviceArg m = op.dst.whole ? TensorDeviceArg{&b} : TensorDeviceArg{b.slice(op.dst.offset, op.dst.count)};
+          tensor_on_device(o.stream(op.stream), op, m, write);
+        } else {
+          std::span<u32> all;
+          devctx::HostBuffer<u32>* whole = nullptr;
+          if (auto* h = std::get_if<devctx::HostBuffer<u32>>(&slot)) {
+            all = std::span<u32>(h->data(), h->size());
+            whole = h;
+          } else {
+            all = std::span<u32>(std::get<std::vector<u32>>(slot));
+          }
+          const TensorHostArg m = op.dst.whole && whole != nullptr ? TensorHostArg{whole}
+                                                                   : TensorHostArg{all.subspan(dr.lo, dr.size())};
+          tensor_on_host(op, m, write);
+        }
+      });
+      if (!ok) return Status::failed;
+      if (*ok && write) {
+        if (device) {
+          const std::uint64_t seq = model_.enqueue(op.stream);
+          model_.tensor(op.dst.slot, dr, plan.offsets, u32(op.value));
+          model_.add_access(op.dst.slot, op.stream, seq, dr, true);
+        } else {
+          model_.tensor(op.dst.slot, dr, plan.offsets, u32(op.value));
+        }
       }
       return Status::ran;
     }

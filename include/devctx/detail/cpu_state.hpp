@@ -69,7 +69,8 @@ const std::byte* warp_publish(const void* value, std::size_t bytes);
 void warp_release();
 /// Number of threads in the calling thread's warp (32 except in a last, partial warp).
 unsigned warp_width();
-void* static_shared(const void* site, std::size_t bytes, std::size_t align);
+/// `element_bytes`: the size of the array's scalar elements, by which checking mode numbers them.
+void* static_shared(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes);
 void* per_thread_storage(std::size_t bytes, std::size_t align);
 [[noreturn]] void not_in_kernel(const char* function);
 
@@ -77,7 +78,7 @@ inline constexpr std::size_t kWarpSlotBytes = 16;
 
 // ---- checking mode (docs/checking.md): entry points into src/backends/cpu/check -----------------
 /// True while the calling thread runs kernel code of a checked launch. Every checked accessor
-/// (span[i], a DEVCTX_SHARED array's [i], atomics, the end of a block-level phase) tests it.
+/// (span[i], atomics, the end of a block-level phase and of a thread in one) tests it.
 /// Declared const: its value cannot change while a kernel runs (a thread runs one launch's code
 /// from its runner's call to its return), so the compiler may treat every test in a kernel as one
 /// value - and the runners promise that value (launch_kernel.hpp), which removes the tests from
@@ -86,32 +87,32 @@ inline constexpr std::size_t kWarpSlotBytes = 16;
 /// &data[index] of a span of `count` elements in a checked launch, once the checker has seen it.
 [[nodiscard]] void* checked_span_element(const void* data, std::size_t index, std::size_t count,
                                          std::size_t element_bytes, bool read_only);
-/// &array[index] of a DEVCTX_SHARED array (or a row of a two-dimensional one) in a checked launch.
-[[nodiscard]] void* checked_shared_element(const void* array, std::size_t index, std::size_t count,
-                                           std::size_t element_bytes);
-/// The address of row `index` of a two-dimensional DEVCTX_SHARED array in a checked launch.
-[[nodiscard]] void* checked_shared_row(const void* array, std::size_t index, std::size_t count,
-                                       std::size_t row_bytes);
 /// An atomic on `bytes` bytes at `address` in a checked launch.
 void checked_atomic(const void* address, std::size_t bytes);
 /// The end of a block-level phase (its implied barrier) in a checked launch.
 void checked_phase_end();
 /// The running thread returned from the kernel, in a checked launch (the checked runners call it).
 void checked_thread_end();
+/// A block-level phase has run the body of thread tls.thread_idx (checking mode compares shared
+/// memory before and after each thread's part).
+void checked_thread_step();
+/// Whether a checked block-level phase runs its threads in reverse order (checking mode runs
+/// each block a second time that way and compares; docs/checking.md).
+[[nodiscard]] bool checked_threads_reversed() noexcept;
 /// Called by every block-level phase as it ends.
 inline void phase_end() {
   if (in_checked_launch()) [[unlikely]] checked_phase_end();
 }
 
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.
-inline void* shared_array(const void* site, std::size_t bytes, std::size_t align) {
+inline void* shared_array(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes) {
   // tls by name, never through a reference: g++ 12 with -fsanitize=address,undefined checks a
   // reference to a thread_local for null with a branch on stale flags (lea sets none), a false
   // "member access within null pointer" (examples/06_attention in the sanitizer CI job).
   if (tls.executor != nullptr)
     for (unsigned i = 0; i < tls.shared_count; ++i)
       if (tls.shared_sites[i] == site) return tls.shared_addresses[i];
-  return static_shared(site, bytes, align);
+  return static_shared(site, bytes, align, element_bytes);
 }
 
 }  // namespace devctx::detail::cpu

@@ -38,8 +38,12 @@ class SharedArena {
 
   /// Starts a range of blocks of launch `launch_id`. Blocks of one launch share their layout; a
   /// new launch starts an empty one. Refills tls's cache of declared arrays, which belongs to
-  /// whichever launch this worker ran last.
-  void enter_launch(std::uint64_t launch_id, std::size_t dynamic_bytes);
+  /// whichever launch this worker ran last. A `checked` launch (docs/checking.md) uses the
+  /// guarded layout: each DEVCTX_SHARED array on pages of its own, ending where a page ends,
+  /// followed by an inaccessible guard page, so that an index past its end faults (the SIGSEGV
+  /// handler of stack_overflow.cpp reports it). Throws Error(out_of_memory) when the guarded
+  /// layout's address space cannot be reserved.
+  void enter_launch(std::uint64_t launch_id, std::size_t dynamic_bytes, bool checked);
 
   /// Switches to the other copy for the next block. Consecutive blocks use alternate copies:
   /// block b + 1's first phase then has no memory dependence on block b's last ones (the same
@@ -53,16 +57,33 @@ class SharedArena {
   }
 
   /// The current block's shared memory.
-  [[nodiscard]] std::byte* base() const noexcept { return memory_.get() + half_ * stride(limit_); }
+  [[nodiscard]] std::byte* base() const noexcept {
+    return checked_ ? guarded_ : memory_.get() + half_ * stride(limit_);
+  }
+
+  /// The DEVCTX_SHARED array whose guard page holds `address` in a checked launch: its name,
+  /// element size, size and the index `address` falls at. Async-signal-safe (the SIGSEGV handler).
+  struct GuardHit {
+    const char* name = nullptr;
+    std::size_t index = 0;
+    std::size_t count = 0;
+  };
+  [[nodiscard]] bool guard_hit(std::uintptr_t address, GuardHit& hit) const noexcept;
 
   /// The address of the DEVCTX_SHARED array declared at `site` in the running block, laid out
   /// on its first declaration in the launch. Throws Error(invalid_launch) past the limit.
-  [[nodiscard]] void* array(const void* site, std::size_t bytes, std::size_t align);
+  [[nodiscard]] void* array(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes = 1);
+
+  SharedArena(const SharedArena&) = delete;
+  SharedArena& operator=(const SharedArena&) = delete;
+  ~SharedArena();
 
  private:
   struct Site {
     const void* site;
     std::size_t offset;
+    std::size_t bytes;
+    std::size_t element_bytes;
   };
 
   [[nodiscard]] static constexpr std::size_t stride(std::size_t limit) { return (limit + 127) / 64 * 64; }
@@ -76,6 +97,11 @@ class SharedArena {
   std::size_t top_ = 0;      // end of the arrays laid out so far
   std::vector<Site> sites_;  // the current launch's DEVCTX_SHARED layout
   std::uint64_t launch_ = 0;
+  // The guarded layout of checked launches (reserved at the first one).
+  bool checked_ = false;
+  std::byte* guarded_ = nullptr;
+  std::size_t guarded_bytes_ = 0;
+  std::size_t guarded_top_ = 0;  // bytes of the reservation laid out so far (whole pages)
 };
 
 /// Storage for a block-level kernel's Block::per_thread<T>() values, emptied at every block.

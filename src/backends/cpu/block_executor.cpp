@@ -8,6 +8,10 @@
 
 #include <cstdlib>
 #include <exception>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 #include <typeinfo>
 #include <utility>
 
@@ -51,15 +55,15 @@ const std::byte* warp_publish(const void* value, std::size_t bytes) {
 }
 void warp_release() { current_executor("a devctx warp operation").warp_release(); }
 unsigned warp_width() { return current_executor("a devctx warp operation").warp_width(); }
-void* static_shared(const void* site, std::size_t bytes, std::size_t align) {
-  return current_executor("DEVCTX_SHARED").static_shared(site, bytes, align);
+void* static_shared(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes) {
+  return current_executor("DEVCTX_SHARED").static_shared(site, bytes, align, element_bytes);
 }
-void* BlockExecutor::static_shared(const void* site, std::size_t bytes, std::size_t align) {
-  void* address = shared_.array(site, bytes, align);
+void* BlockExecutor::static_shared(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes) {
+  void* address = shared_.array(site, bytes, align, element_bytes);
   if (checking_ != nullptr) {
     // The site is the declaration's name (DEVCTX_SHARED): checking mode names the array by it.
     const auto offset = std::size_t(static_cast<std::byte*>(address) - shared_.base());
-    checking_->add_shared_array(static_cast<const char*>(site), offset, bytes);
+    checking_->add_shared_array(static_cast<const char*>(site), offset, bytes, element_bytes);
   }
   return address;
 }
@@ -98,7 +102,7 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   const LaunchConfig& config = task.launch.config;
   bs_.n = std::uint32_t(config.block_dim.volume());
   bs_.last = bs_.n - 1;
-  shared_.enter_launch(task.launch_id, config.shared_bytes);
+  shared_.enter_launch(task.launch_id, config.shared_bytes, task.checked != nullptr);
   if (task.checked != nullptr) [[unlikely]] enter_checked_launch(task);
   tls.block_dim = config.block_dim;
   tls.grid_dim = config.grid_dim;
@@ -138,7 +142,9 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
                                      const std::atomic<bool>& stop, bool want_why) {
   RangeResult result;
   const KernelLaunch& launch = task.launch;
-  if (!launch.block_level && !reserve_stacks(task, result)) return result;
+  // A checked block-level kernel runs on a fiber stack too: a fault at a shared array's guard page
+  // then abandons that stack, not the worker's (leave_after_shared_guard_fault).
+  if ((!launch.block_level || task.checked != nullptr) && !reserve_stacks(task, result)) return result;
   enter_launch(task);
   const Dim3 g = launch.config.grid_dim;
   // The first block's index takes divisions; the rest step through x, then y, then z.
@@ -162,12 +168,16 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
     std::uint64_t b = begin;
     for (; b < end && !failed_ && !stop.load(std::memory_order_relaxed); ++b, step()) {
       set_block(x, y, z);
+      if (checking_ != nullptr) [[unlikely]] {
+        fiber_launch(&scheduler_sp_, stacks_.stack(0), &checked_block_level_entry, this);
+        if (!failed_) (void)check_block_twice();
+        continue;
+      }
       try {
         launch.cpu_run_block(launch.args);
       } catch (...) {
         record_current_exception();
       }
-      if (checking_ != nullptr && !failed_) check_block_end();
     }
     result.block_level += b - begin;
   } else {
@@ -189,10 +199,12 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         set_fast(false);
         fiber_launch(&scheduler_sp_, stacks_.stack(0), &plain_entry, this);
       }
-      if (checking_ != nullptr && !failed_) check_block_end();
+      bool again = false;
+      if (checking_ != nullptr && !failed_) again = check_block_twice();
       (cooperative_ ? result.cooperative : result.plain) += 1;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
-      parked = cooperative_ && synced && !failed_;
+      // After a second run the parked fibers hold reversed thread indices: start afresh.
+      parked = cooperative_ && synced && !failed_ && !again;
     }
   }
   tls.mode = Mode::none;
@@ -241,6 +253,40 @@ DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::plain_entry(void* self) {
   }
   if (!e->cooperative_) fiber_finish(e->stacks_.stack(0), e->scheduler_sp_);  // the whole block ran as a loop
   e->exit_current();
+}
+
+// A checked block-level block, on fiber stack 0 (see run_range).
+DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::checked_block_level_entry(void* self) {
+  auto* e = static_cast<BlockExecutor*>(self);
+  try {
+    e->task_->launch.cpu_run_block(e->task_->launch.args);
+  } catch (...) {
+    e->record_current_exception();
+  }
+  fiber_finish(e->stacks_.stack(0), e->scheduler_sp_);
+}
+
+void BlockExecutor::leave_after_shared_guard_fault() noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_handle_no_return();  // the abandoned frames' redzones
+#endif
+  const bool was_failed = failed_;
+  start_aborting();
+  if (!was_failed) {
+    failed_ = true;
+    try {
+      std::string what = checking_->guard_fault_text(reinterpret_cast<const void*>(guard_fault_))
+                             .value_or("out-of-bounds access past a shared array (devctx checking mode)");
+      failure_ = {Errc::check_failed, concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_),
+                                             ", thread ", to_string(tls.thread_idx), ": ", std::move(what))};
+    } catch (...) {
+      failure_ = {Errc::out_of_memory, {}};
+    }
+  }
+  // Leave the faulting thread's stack for good, as its thread's end would.
+  if (tls.mode == Mode::block_level || !cooperative_) fiber_jump(scheduler_sp_);
+  const std::uint32_t me = running_thread_index();
+  fiber_jump(leave_block(me));
 }
 
 void BlockExecutor::start_aborting() {
@@ -304,6 +350,32 @@ void BlockExecutor::check_block_end() noexcept {
   } catch (...) {
     record_check_exception();
   }
+}
+
+// A checked block ran without a report: when its launch has DEVCTX_SHARED arrays, it runs again
+// with its threads in reverse order, its memory restored, and the checker compares the two runs
+// (check/order_check.hpp). Returns whether it ran again.
+bool BlockExecutor::check_block_twice() {
+  check_block_end();
+  if (failed_ || !checking_->wants_second_run() || warp_synced_) return false;
+  try {
+    checking_->begin_second_run();
+  } catch (...) {
+    record_check_exception();
+    return false;
+  }
+  per_thread_.next_block();
+  const KernelLaunch& launch = task_->launch;
+  if (launch.block_level) {
+    fiber_launch(&scheduler_sp_, stacks_.stack(0), &checked_block_level_entry, this);  // its phases ask checked_threads_reversed()
+  } else {
+    reversed_ = true;
+    parked_from_ = bs_.n;  // every fiber starts afresh, thread n - 1 - j in fiber j
+    run_parked();
+    reversed_ = false;
+  }
+  if (!failed_) check_block_end();
+  return true;
 }
 
 void BlockExecutor::check_interval_end_quietly() noexcept {

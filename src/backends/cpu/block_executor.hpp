@@ -114,6 +114,18 @@ class BlockExecutor {
   /// The kernel whose range is running (valid while tls.executor is this executor).
   [[nodiscard]] std::string_view kernel_name() const noexcept { return task_->launch.name; }
   [[nodiscard]] std::size_t stack_bytes() const noexcept { return stacks_.stack_bytes(); }
+  /// Whether `address` is in the guard page after a DEVCTX_SHARED array of the checked launch
+  /// this executor runs, and which array and index it is (docs/checking.md).
+  [[nodiscard]] bool shared_guard_hit(std::uintptr_t address, SharedArena::GuardHit& hit) const noexcept {
+    return checking_ != nullptr && shared_.guard_hit(address, hit);
+  }
+  /// The handler found such a fault at `address` and resumes the faulting thread in
+  /// leave_after_shared_guard_fault() (stack_overflow.cpp).
+  void note_shared_guard_fault(std::uintptr_t address) noexcept { guard_fault_ = address; }
+  /// Runs on the faulting thread's stack instead of the faulting access: makes the report the
+  /// block's failure, abandons the thread's frames (no destructor of theirs runs) and goes on as
+  /// after any failure: the block's other threads unwind, the launch fails at synchronize().
+  [[noreturn]] void leave_after_shared_guard_fault() noexcept;
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
 #if DEVCTX_FIBER_FAST_BARRIER
@@ -131,7 +143,7 @@ class BlockExecutor {
   const std::byte* warp_publish(const void* value, std::size_t bytes);
   void warp_release();
   [[nodiscard]] unsigned warp_width() const;
-  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align);
+  [[nodiscard]] void* static_shared(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes);
   [[nodiscard]] void* per_thread_storage(std::size_t bytes, std::size_t align) {
     return per_thread_.allocate(bytes, align);
   }
@@ -143,11 +155,13 @@ class BlockExecutor {
   void enter_checked_launch(const BlockTask& task);
   void set_block(unsigned bx, unsigned by, unsigned bz);
   static void plain_entry(void* self);
+  static void checked_block_level_entry(void* self);
   void record_current_exception();
   void start_aborting();
   // Checking mode's hooks (checked launches only; block_executor.cpp).
   void record_check_exception() noexcept;
   void check_block_end() noexcept;
+  [[nodiscard]] bool check_block_twice();
   void check_interval_end_quietly() noexcept;
 
   // cooperative.cpp: the cooperative path.
@@ -157,6 +171,7 @@ class BlockExecutor {
   [[nodiscard]] Dim3 thread_coords(std::uint32_t j) const;
   void warp_sync();
   [[nodiscard]] std::uint32_t running_thread() const;
+  [[nodiscard]] std::uint32_t running_thread_index() const;  // running_thread(), out of line
   [[nodiscard]] Fiber* fibers() const { return static_cast<Fiber*>(bs_.fibers); }
   [[nodiscard]] bool runnable(const Fiber& f, std::uint32_t j) const;
   [[nodiscard]] FiberSp barrier_arrive(std::uint32_t& me, const SourceSite& site);
@@ -183,6 +198,8 @@ class BlockExecutor {
   bool aborting_ = false;
   bool failed_ = false;
   bool warp_synced_ = false;  // a warp operation completed in the current block
+  bool reversed_ = false;     // checking mode's second run of a block: fiber j runs thread n - 1 - j
+  std::uintptr_t guard_fault_ = 0;  // the address of the last guard-page fault (checking mode)
   /// Fibers from this index on are parked at the end of the previous block (see thread_loop);
   /// those below it have not run yet in this range.
   std::uint32_t parked_from_ = 0;

@@ -81,7 +81,7 @@ void BlockExecutor::run_parked() {
   Fiber* const f = fibers();
   for (std::uint32_t j = 0; j < parked_from_; ++j) {  // not run yet in this range: start afresh
     f[j].sp = fiber_prepare(stacks_.stack(j + 1), &thread_loop, this);
-    f[j].idx = thread_coords(j);
+    f[j].idx = thread_coords(reversed_ ? n - 1 - j : j);
   }
   parked_from_ = 0;
   const std::uint64_t released = kAtBarrier | (bs_.gen - 1);
@@ -155,6 +155,8 @@ void BlockExecutor::go_cooperative(const char* cause) {
   const auto stack = std::uint32_t((sp - bs_.stack_base) >> bs_.shift);
   return stack != 0 ? stack - 1 : bs_.first;
 }
+
+std::uint32_t BlockExecutor::running_thread_index() const { return running_thread(); }
 
 [[gnu::always_inline]] inline bool BlockExecutor::runnable(const Fiber& f, std::uint32_t j) const {
   switch (f.wait & kKindMask) {
@@ -371,6 +373,7 @@ FiberSp BlockExecutor::leave_block(std::uint32_t me) {
 // ---- warp operations ----------------------------------------------------------------------------
 
 void BlockExecutor::warp_sync() {
+  if (checking_ != nullptr) [[unlikely]] checking_->thread_switch();  // the running thread switches away
   const std::uint32_t me = running_thread();
   const std::uint32_t w = me / 32;
   warp_synced_ = true;

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_device.hpp"
 #include "core/errors.hpp"
+#include "core/memory.hpp"
 
 namespace devctx::detail::cpu {
 
@@ -203,8 +204,7 @@ void* CpuQueue::allocate(std::size_t bytes, MemKind kind) {
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr)
     fail(Errc::out_of_memory, kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer", " on ",
-         device().label(), ": cannot allocate ", bytes_text(bytes), "; the machine has ",
-         bytes_text(device().info().total_memory_bytes), " of memory");
+         device().label(), ": cannot allocate ", bytes_text(bytes), "; ", host_memory_text(bytes));
   if (checking() && kind == MemKind::device) {
     // Checking mode tells a written element from one only read by its change of value, and
     // reports reads of bytes nothing wrote (docs/checking.md).

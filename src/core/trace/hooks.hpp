@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -76,8 +78,16 @@ decltype(auto) traced(QueueImpl& queue, Describe&& describe, Enqueue&& enqueue) 
 void note_staged_copy() noexcept;
 
 /// Called once per context, after its device is open: reads DEVCTX_TRACE_FILE and DEVCTX_REPORT
-/// the first time, starts recording when either is set, and arranges the file and the report
-/// at exit. Throws Error(invalid_argument) for a bad DEVCTX_REPORT value.
+/// the first time, starts recording when either is set (records are then streamed to the file
+/// and counted in a running report as their device times are read, and dropped), and arranges
+/// the file's end and the report at exit. Throws Error(invalid_argument) for a bad
+/// DEVCTX_REPORT value and for a DEVCTX_TRACE_FILE that cannot be opened for writing (naming
+/// it and why); the next context tries again.
 void start_from_environment();
+
+/// The report of every operation recorded on the device labelled `*device` (every device when
+/// null): those consumed already (DEVCTX_TRACE_FILE, DEVCTX_REPORT) and those still held.
+/// Empty when nothing at all is recorded.
+[[nodiscard]] std::optional<devctx::trace::Report> report_of(const std::string* device);
 
 }  // namespace devctx::detail::trace

@@ -292,64 +292,21 @@ inline void syncwarp() {
 
 }  // namespace devctx
 
-namespace devctx::detail::cpu {
-
-template <class T, std::size_t N>
-class SharedArray;
-template <class T>
-struct SharedElement {
-  using type = T;
-};
-template <class T, std::size_t M>
-struct SharedElement<T[M]> {
-  using type = SharedArray<T, M>;
-};
-
-/// What DEVCTX_SHARED(T, name, N) names on the CPU: N elements of T laid out exactly as T[N]
-/// (each row of a two-dimensional array is itself a SharedArray), used as the array is:
-/// name[i], &name[i], name[y][x], name + i, name where a T* or a T(&)[N] is expected,
-/// sizeof(name), range-for. It cannot be copied: `auto p = name;` does not compile (write
-/// `T* p = name;`), where it would otherwise copy the array out of shared memory.
-///
-/// In a checked launch name[i] goes through checking mode (docs/checking.md); otherwise it costs
-/// a test that the compiler moves out of the kernel's loops.
-template <class T, std::size_t N>
-class SharedArray {
- public:
-  using element_type = typename SharedElement<T>::type;
-  using array_type = T[N];
-
-  SharedArray() = delete;  // never constructed: it names memory of the executor's arena
-  SharedArray(const SharedArray&) = delete;
-  SharedArray& operator=(const SharedArray&) = delete;
-
-  element_type& operator[](std::size_t i) {
-    if (in_checked_launch()) [[unlikely]] {
-      if constexpr (std::is_array_v<T>)
-        return *static_cast<element_type*>(checked_shared_row(elements_, i, N, sizeof(element_type)));
-      else
-        return *static_cast<element_type*>(checked_shared_element(elements_, i, N, sizeof(element_type)));
-    }
-    return elements_[i];
-  }
-  const element_type& operator[](std::size_t i) const { return const_cast<SharedArray&>(*this)[i]; }
-  operator array_type&() noexcept { return reinterpret_cast<array_type&>(elements_); }  // NOLINT
-  operator const array_type&() const noexcept { return reinterpret_cast<const array_type&>(elements_); }  // NOLINT
-  [[nodiscard]] element_type* begin() noexcept { return elements_; }
-  [[nodiscard]] element_type* end() noexcept { return elements_ + N; }
-  [[nodiscard]] const element_type* begin() const noexcept { return elements_; }
-  [[nodiscard]] const element_type* end() const noexcept { return elements_ + N; }
-  [[nodiscard]] static constexpr std::size_t size() noexcept { return N; }
-
- private:
-  element_type elements_[N];
-};
-
-}  // namespace devctx::detail::cpu
-
+// What DEVCTX_SHARED(T, name, n) declares on the CPU backend (and in nvcc's host pass): `name` is
+// a reference to a T[n] in the executor's shared-memory arena, so that it is used exactly as the
+// __shared__ T name[n] of CUDA's device pass: it decays to T*, deduces as T[n] (`T (&)[N]`) and
+// as T* in templates, and works with sizeof, std::size, std::begin, range-for and pointer
+// arithmetic. T may itself be an array type (`DEVCTX_SHARED(float[16], tile, 16)`, or a `using
+// Row = float[16];`) for a two-dimensional `tile[y][x]`. The one difference from CUDA: the
+// unparenthesized `decltype(name)` is `T(&)[n]` here and `T[n]` there; `decltype((name))` and
+// std::remove_reference_t<decltype(name)> agree. Nothing checks an access on its way: checking
+// mode finds out-of-bounds indices by guard pages and races by comparing memory
+// (docs/checking.md), so the unchecked code is what it would be without checking mode.
+//
 // The declaration's name, as a string, is also its site: the key under which the executor lays
 // the array out, and what checking mode calls it.
-#define DEVCTX_SHARED(T, name, count)                                                                     \
-  static constexpr char devctx_shared_site_##name[] = #name;                                              \
-  ::devctx::detail::cpu::SharedArray<T, (count)>& name = *static_cast<::devctx::detail::cpu::SharedArray<T, (count)>*>( \
-      ::devctx::detail::cpu::shared_array(devctx_shared_site_##name, sizeof(T) * (count), alignof(T)))
+#define DEVCTX_SHARED(T, name, count)                                                                \
+  static constexpr char devctx_shared_site_##name[] = #name;                                         \
+  ::std::type_identity_t<T>(&name)[(count)] = *static_cast<::std::type_identity_t<T>(*)[(count)]>( \
+      ::devctx::detail::cpu::shared_array(devctx_shared_site_##name, sizeof(T) * (count), alignof(T), \
+                                          sizeof(::std::remove_all_extents_t<T>)))

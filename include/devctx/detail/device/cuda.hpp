@@ -277,4 +277,6 @@ __device__ __forceinline__ void syncwarp() { __syncwarp(detail::cuda::warp_mask(
 
 }  // namespace devctx
 
-#define DEVCTX_SHARED(T, name, count) __shared__ T name[count]
+// A real __shared__ array; T may be an array type (`DEVCTX_SHARED(float[16], tile, 16)` declares
+// float tile[16][16]), as on the CPU backend (cpu.hpp).
+#define DEVCTX_SHARED(T, name, count) __shared__ ::std::type_identity_t<T> name[(count)]

@@ -202,5 +202,20 @@ void host_access_check(HostAccessGate& gate, const char* access);
 [[noreturn]] void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contiguous, bool to_contiguous);
 /// Error(size_mismatch) for a tensor whose layout reaches `needed` elements over `what` of `size`.
 [[noreturn]] void throw_tensor_too_large(const char* what, std::size_t needed, std::size_t size);
+/// The same, naming the layout (`layout`: "RowMajor", ...) and its extents and strides.
+[[noreturn]] void throw_tensor_too_large(const char* what, const char* layout, const std::size_t* extents,
+                                         const std::size_t* strides, std::size_t rank, std::size_t needed,
+                                         std::size_t size);
+/// A layout that is not representable (devctx/tensor.hpp): with `extents` (and `strides`, null
+/// for a contiguous layout made from its extents), the stride of dimension `fault` (fault <
+/// rank), its size (fault == rank) or its span (fault == rank + 1) does not fit in std::size_t.
+/// Error(size_mismatch), or Error(kernel_failed) when `in_kernel`.
+[[noreturn]] void throw_tensor_layout_overflow(const char* layout, const std::size_t* extents,
+                                               const std::size_t* strides, std::size_t rank, std::size_t fault,
+                                               bool in_kernel);
+/// Error(invalid_argument) (kernel_failed when `in_kernel`) for Layout::from_parts given `given`
+/// as extent `dim`, whose static extent is `fixed`.
+[[noreturn]] void throw_tensor_static_extent(const char* layout, std::size_t dim, std::size_t given, std::size_t fixed,
+                                             bool in_kernel);
 
 }  // namespace devctx::detail

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/cpu/check/checker.hpp"
 
+#include <algorithm>
+
+#include <devctx/detail/cpu_state.hpp>
 #include <devctx/detail/source_site.hpp>
 
 #include "core/errors.hpp"
@@ -10,6 +13,13 @@ namespace devctx::detail::cpu::check {
 namespace {
 /// Every checking-mode message ends with this, so that a report is recognisable as one.
 constexpr std::string_view kSuffix = " (devctx checking mode)";
+/// The guard page after a checked shared array (arenas.hpp) is this long.
+constexpr std::size_t kGuardBytes = 4096;
+/// The running thread's rank in its block (also in a second, reversed run).
+std::uint32_t running_rank() noexcept {
+  const Dim3 t = tls.thread_idx, d = tls.block_dim;
+  return t.x + d.x * (t.y + d.y * t.z);
+}
 Dim3 coords(std::uint64_t linear, const Dim3& dims) {
   return {unsigned(linear % dims.x), unsigned(linear / dims.x % dims.y),
           unsigned(linear / (std::uint64_t(dims.x) * dims.y))};
@@ -33,6 +43,7 @@ void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::
   block_ = block;
   regions_.clear();
   log_.begin_launch();
+  order_.begin_launch();
   for (const SpanArgument& a : arguments) {
     Region r;
     r.begin = static_cast<const std::byte*>(a.data);
@@ -41,6 +52,7 @@ void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::
     r.argument = a.argument;
     r.type = a.type;
     r.element_bytes = a.element_bytes;
+    if (!a.read_only) order_.add_writable(a.data, r.bytes);
     if (registry_ != nullptr && r.bytes > 0) {
       ShadowRegistry::Hit hit = registry_->find(a.data);
       r.init = std::move(hit.shadow);
@@ -53,18 +65,20 @@ void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::
     r.kind = RegionKind::dynamic_shared;
     r.bytes = dynamic_shared_bytes;
     r.shared_offset = 0;
-    regions_.add(std::move(r));
+    order_.add_region(regions_.add(std::move(r)), false);
   }
 }
 
-void Checker::add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes) {
+void Checker::add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes,
+                               std::size_t element_bytes) {
   if (regions_.find_shared(name, offset) != nullptr) return;
   Region r;
   r.kind = RegionKind::shared_array;
   r.name = name;
   r.bytes = bytes;
+  r.element_bytes = element_bytes;
   r.shared_offset = offset;
-  regions_.add(std::move(r));
+  order_.add_region(regions_.add(std::move(r)), regions_.shared_base() != nullptr);
 }
 
 void Checker::begin_block(Dim3 index, const std::byte* shared_base) {
@@ -73,6 +87,7 @@ void Checker::begin_block(Dim3 index, const std::byte* shared_base) {
   regions_.set_shared_base(shared_base);
   log_.begin_block(block_linear_);
   barriers_.begin_block(std::uint32_t(block_.volume()));
+  order_.begin_block();
 }
 
 Region* Checker::region_of(const void* address) {
@@ -110,64 +125,63 @@ void* Checker::span_element(std::uint32_t rank, const void* data, std::size_t in
                  true);
   }
   auto* element = const_cast<std::byte*>(static_cast<const std::byte*>(data)) + index * element_bytes;
-  if (r != nullptr)
-    if (auto found = log_.touch(rank, *r, element, element_bytes, read_only)) report(*found);
+  if (order_.second_run() || r == nullptr) return element;
+  if (auto found = log_.touch(rank, *r, element, element_bytes, read_only)) report(*found);
   return element;
 }
 
-void* Checker::shared_element(std::uint32_t rank, const void* array, std::size_t index, std::size_t count,
-                              std::size_t element_bytes) {
-  Region* r = region_of(array);
-  if (index >= count) {
-    std::string what = "a shared array";
-    if (r != nullptr) {
-      const std::size_t offset = std::size_t(static_cast<const std::byte*>(array) - r->begin);
-      what = r->row_bytes > 0 && offset % r->row_bytes == 0 && count * element_bytes == r->row_bytes
-                 ? concat("row ", offset / r->row_bytes, " of ", describe(*r))
-                 : describe(*r);
-    }
-    throw Report(concat("out-of-bounds access: index ", index, " of ", what, ", which has ", count, " elements",
-                        kSuffix),
-                 true);
+void Checker::segment_end() {
+  if (auto found = order_.segment_end(running_rank())) report(*found);
+}
+
+void Checker::thread_switch() { segment_end(); }
+
+std::optional<std::string> Checker::guard_fault_text(const void* address) const {
+  const auto* p = static_cast<const std::byte*>(address);
+  for (const Region* r : regions_.shared_regions()) {
+    const std::byte* end = r->begin + r->bytes;
+    if (p < end || p >= end + kGuardBytes) continue;
+    const std::size_t unit = std::max<std::size_t>(1, r->element_bytes);
+    const std::size_t index = std::size_t(p - r->begin) / unit, count = r->bytes / unit;
+    return concat("out-of-bounds access: index ", index, " of ", describe(*r), ", which has ", count,
+                  " elements (found at the guard page after it)", kSuffix);
   }
-  auto* element = const_cast<std::byte*>(static_cast<const std::byte*>(array)) + index * element_bytes;
-  if (r != nullptr)
-    if (auto found = log_.touch(rank, *r, element, element_bytes, false)) report(*found);
-  return element;
-}
-
-void* Checker::shared_row(const void* array, std::size_t index, std::size_t count, std::size_t row_bytes) {
-  Region* r = region_of(array);
-  if (r != nullptr && static_cast<const std::byte*>(array) == r->begin) r->row_bytes = row_bytes;
-  if (index >= count)
-    throw Report(concat("out-of-bounds access: row ", index, " of ",
-                        r != nullptr ? describe(*r) : std::string("a shared array"), ", which has ", count, " rows",
-                        kSuffix),
-                 true);
-  return const_cast<std::byte*>(static_cast<const std::byte*>(array)) + index * row_bytes;
+  return std::nullopt;
 }
 
 void Checker::atomic(std::uint32_t rank, const void* address, std::size_t bytes) {
   Region* r = region_of(address);
   if (r == nullptr) return;
+  order_.note_atomic(address, bytes, r->shared());
+  if (order_.second_run()) return;
   if (auto found = log_.atomic(rank, *r, address, bytes)) report(*found);
 }
 
 void Checker::barrier_arrive(std::uint32_t rank, const BarrierSite& site) {
+  segment_end();
+  if (order_.second_run()) return;
   if (auto d = barriers_.arrive(rank, site)) throw Report(divergence_text(*d), false);
 }
 
 void Checker::barrier_complete() {
-  if (auto found = log_.end_interval()) report(*found);
-  barriers_.complete();
+  if (!order_.second_run())
+    if (auto found = log_.end_interval()) report(*found);
+  if (auto found = order_.barrier()) report(*found);
+  if (!order_.second_run()) barriers_.complete();
 }
 
 std::optional<std::string> Checker::thread_exit(std::uint32_t rank) {
+  segment_end();
+  if (order_.second_run()) return std::nullopt;
   if (auto d = barriers_.exit(rank)) return divergence_text(*d);
   return std::nullopt;
 }
 
 void Checker::block_end() {
+  if (order_.second_run()) {
+    if (auto found = order_.end_second_run()) report(*found);
+    return;
+  }
   if (auto found = log_.end_interval()) report(*found);
 }
 
@@ -205,6 +219,38 @@ void Checker::report(const Finding& f) const {
                       f.second_wrote ? (f.first_wrote ? " wrote it too" : " wrote it") : " accessed it",
                       "; the blocks of a launch run in no fixed order and cannot wait for each other: use atomics, "
                       "or split the work into two launches",
+                      kSuffix),
+               false);
+}
+
+void Checker::report(const OrderFinding& f) {
+  const auto thread = [&](std::uint32_t rank1) {
+    return rank1 == 0 ? std::string("no thread") : thread_text(rank1 - 1);
+  };
+  if (f.kind == OrderFinding::Kind::write_write)
+    throw Report(concat("shared-memory race: ", thread(f.first), " wrote ", element_of(*f.region, f.address, f.bytes),
+                        " and ", thread(f.second), " wrote it too with no barrier() between the two (both ",
+                        interval_text(f.interval), "); separate them with devctx::barrier()", kSuffix),
+                 false);
+  if (f.kind == OrderFinding::Kind::shared_differs)
+    throw Report(concat("shared-memory race: ", element_of(*f.region, f.address, f.bytes),
+                        " differs at the block's barrier #", f.interval,
+                        " between running the block's threads in index order (last written by ", thread(f.first),
+                        ") and in reverse order (last written by ", thread(f.second),
+                        "): a thread read an element that another thread writes between the same two barriers; "
+                        "separate them with devctx::barrier()",
+                        kSuffix),
+                 false);
+  const Region* r = region_of(f.address);
+  std::string element = concat("the byte at ", static_cast<const void*>(f.address));
+  if (r != nullptr) {
+    const std::size_t unit = std::max<std::size_t>(1, r->element_bytes);
+    element = element_of(*r, r->begin + std::size_t(f.address - r->begin) / unit * unit, unit);
+  }
+  throw Report(concat("shared-memory race: ", element,
+                      " differs at the block's end between running the block's threads in index order and in "
+                      "reverse order: a thread read a shared-memory element that another thread writes between the "
+                      "same two barriers; separate them with devctx::barrier()",
                       kSuffix),
                false);
 }

@@ -4,12 +4,15 @@
 //
 // A checked launch runs its blocks one after another on one executor, and the executor runs a
 // block's threads one at a time, switching only at barriers and warp operations. The checker
-// sees every element access through a checked span or shared array (span[i], tile[i]), every
-// atomic, every barrier arrival and every thread's return; its parts decide:
+// sees every element access through a checked span (span[i]), every atomic, every barrier
+// arrival, every switch between threads and every thread's return; its parts decide:
 //   regions.hpp        which argument, shared array or allocation an address belongs to
-//   access_log.hpp     races and reads of unwritten memory
+//   access_log.hpp     races and reads of unwritten memory through spans
+//   order_check.hpp    shared-memory races, by write sets and by running blocks in two orders
 //   barrier_check.hpp  barrier divergence
-// Out-of-bounds indices are found here, before the element is touched.
+// Out-of-bounds span indices are found here, before the element is touched; out-of-bounds
+// indices into DEVCTX_SHARED arrays by the guard pages of the checked shared-memory layout
+// (arenas.hpp, stack_overflow.cpp), which shared_guard_fault() turns into a report.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +30,7 @@
 #include "backends/cpu/check/access_log.hpp"
 #include "backends/cpu/check/barrier_check.hpp"
 #include "backends/cpu/check/init_shadow.hpp"
+#include "backends/cpu/check/order_check.hpp"
 #include "backends/cpu/check/regions.hpp"
 
 namespace devctx::detail {
@@ -63,8 +67,9 @@ class Checker {
   /// allocations (null: no read is reported as uninitialised).
   void begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,
                     std::size_t dynamic_shared_bytes, const ShadowRegistry* registry);
-  /// A DEVCTX_SHARED array laid out at `offset` in the block's shared memory (again: ignored).
-  void add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes);
+  /// A DEVCTX_SHARED array of `element_bytes`-byte elements laid out at `offset` in the block's
+  /// shared memory (again: ignored). Declared while the block runs: fills it (order_check.hpp).
+  void add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes, std::size_t element_bytes);
   /// Block `index` starts; its shared memory begins at `shared_base`.
   void begin_block(Dim3 index, const std::byte* shared_base);
 
@@ -72,12 +77,9 @@ class Checker {
   /// &data[index] for a checked span of `count` elements; throws a Report when out of bounds.
   void* span_element(std::uint32_t rank, const void* data, std::size_t index, std::size_t count,
                      std::size_t element_bytes, bool read_only);
-  /// &array[index] for a checked shared array (or a row of one) of `count` elements.
-  void* shared_element(std::uint32_t rank, const void* array, std::size_t index, std::size_t count,
-                       std::size_t element_bytes);
-  /// The address of row `index` of a two-dimensional shared array (bounds only: the row's own
-  /// elements are checked when they are accessed).
-  void* shared_row(const void* array, std::size_t index, std::size_t count, std::size_t row_bytes);
+  /// The running thread (tls.thread_idx) switches away at a warp operation, or a block-level
+  /// phase finished its part; throws a Report for a write-write race on shared memory.
+  void thread_switch();
   /// The running thread is about to update `bytes` bytes at `address` atomically.
   void atomic(std::uint32_t rank, const void* address, std::size_t bytes);
 
@@ -89,14 +91,26 @@ class Checker {
   void barrier_complete();
   /// Thread `rank` returned; the divergence message when that strands threads at a barrier.
   [[nodiscard]] std::optional<std::string> thread_exit(std::uint32_t rank);
-  /// Every thread of the block returned; throws a Report for the last interval.
+  /// Every thread of the block returned; throws a Report for the last interval (and, after the
+  /// second run, for device memory that differs between the two orders).
   void block_end();
+  /// Whether the block just run (without a report) runs again, its threads in reverse order.
+  [[nodiscard]] bool wants_second_run() const noexcept { return order_.wants_second_run(); }
+  /// The second run of the block starts: restores its memory (order_check.hpp).
+  void begin_second_run() { order_.begin_second_run(); }
+  /// True during the second run: accesses are only bounds-checked, barriers only compared.
+  [[nodiscard]] bool second_run() const noexcept { return order_.second_run(); }
+  /// The message for an access at `address` in the guard page after a DEVCTX_SHARED array
+  /// (or dynamic shared memory), or nullopt when no array ends just before it.
+  [[nodiscard]] std::optional<std::string> guard_fault_text(const void* address) const;
 
   [[nodiscard]] Dim3 block_dim() const noexcept { return block_; }
 
  private:
   [[nodiscard]] Region* region_of(const void* address);
   [[noreturn]] void report(const Finding& finding) const;
+  [[noreturn]] void report(const OrderFinding& finding);
+  void segment_end();
   [[nodiscard]] std::string divergence_text(const Divergence& d) const;
   [[nodiscard]] std::string thread_text(std::uint32_t rank) const;
   [[nodiscard]] std::string thread_text(const ThreadRef& t) const;
@@ -110,6 +124,7 @@ class Checker {
   std::uint64_t block_linear_ = 0;
   RegionTable regions_;
   AccessLog log_;
+  OrderCheck order_;
   BarrierCheck barriers_;
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/kernel_entry.cpp - the kernel-side entry points of checking mode
-// (declared in devctx/detail/cpu_state.hpp): what span[i], name[i] of a DEVCTX_SHARED array,
-// atomics and a block-level phase's end call in a checked launch, handed to the running
+// (declared in devctx/detail/cpu_state.hpp): what span[i], atomics, a block-level phase's
+// threads and its end call in a checked launch, handed to the running
 // executor's checker with the running thread's rank.
 #include <cstddef>
 #include <cstdint>
@@ -31,17 +31,13 @@ void* checked_span_element(const void* data, std::size_t index, std::size_t coun
   return tls.checker->span_element(running_rank(), data, index, count, element_bytes, read_only);
 }
 
-void* checked_shared_element(const void* array, std::size_t index, std::size_t count, std::size_t element_bytes) {
-  return tls.checker->shared_element(running_rank(), array, index, count, element_bytes);
-}
-
-void* checked_shared_row(const void* array, std::size_t index, std::size_t count, std::size_t row_bytes) {
-  return tls.checker->shared_row(array, index, count, row_bytes);
-}
-
 void checked_atomic(const void* address, std::size_t bytes) { tls.checker->atomic(running_rank(), address, bytes); }
 
 void checked_phase_end() { tls.checker->barrier_complete(); }
+
+void checked_thread_step() { tls.checker->thread_switch(); }
+
+bool checked_threads_reversed() noexcept { return tls.checker != nullptr && tls.checker->second_run(); }
 
 void checked_thread_end() {
   // Throwing here, after the kernel returned, fails the block as a report from the kernel would.

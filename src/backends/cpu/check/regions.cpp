@@ -34,6 +34,13 @@ Region* RegionTable::find(const void* address) {
   return nullptr;
 }
 
+std::vector<const Region*> RegionTable::shared_regions() const {
+  std::vector<const Region*> out;
+  for (const auto& r : regions_)
+    if (r->shared()) out.push_back(r.get());
+  return out;
+}
+
 Region* RegionTable::find_shared(std::string_view name, std::size_t offset) {
   for (auto& r : regions_)
     if (r->kind == RegionKind::shared_array && r->shared_offset == offset && r->name == name) return r.get();

@@ -63,6 +63,8 @@ class RegionTable {
   /// The region holding `address`, or null. Arguments come first, so a buffer passed twice is
   /// named by its first argument.
   [[nodiscard]] Region* find(const void* address);
+  /// Every shared-memory region (arrays and dynamic shared memory).
+  [[nodiscard]] std::vector<const Region*> shared_regions() const;
   /// The shared array declared at `site`, if it was registered.
   [[nodiscard]] Region* find_shared(std::string_view name, std::size_t offset);
 
