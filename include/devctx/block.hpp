@@ -145,14 +145,14 @@ inline Dim3 Block::grid() const { return detail::cpu::tls.grid_dim; }
 
 template <class F>
 inline void Block::for_each_thread(F&& f) const {
-  auto& st = detail::cpu::tls;
-  const Dim3 d = st.block_dim;
+  using detail::cpu::tls;  // by name, never bound to a reference: see cpu_state.hpp
+  const Dim3 d = tls.block_dim;
   if (d.y == 1 && d.z == 1) {  // 1-D blocks, the common case: a single loop
     DEVCTX_IVDEP
     for (std::size_t x = 0; x < d.x; ++x) {
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
       f(Thread{x, 0, 0, x});
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
     }
     detail::cpu::phase_end();
     return;
@@ -160,16 +160,16 @@ inline void Block::for_each_thread(F&& f) const {
   std::size_t rank = 0;
   for (std::size_t z = 0; z < d.z; ++z) {
     for (std::size_t y = 0; y < d.y; ++y) {
-      st.thread_idx.z = unsigned(z);
-      st.thread_idx.y = unsigned(y);
+      tls.thread_idx.z = unsigned(z);
+      tls.thread_idx.y = unsigned(y);
       // Threads of one phase are independent (a dependence between them would be a data race
       // on a GPU), which ivdep tells the compiler. The second store of x lets it keep x in a
       // register. Together they let the loop vectorise.
       DEVCTX_IVDEP
       for (std::size_t x = 0; x < d.x; ++x) {
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
         f(Thread{x, y, z, rank + x});
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
       }
       rank += d.x;
     }
@@ -179,15 +179,15 @@ inline void Block::for_each_thread(F&& f) const {
 
 template <class F>
 inline void Block::for_first_threads(std::size_t count, F&& f) const {
-  auto& st = detail::cpu::tls;
-  const Dim3 d = st.block_dim;
+  using detail::cpu::tls;  // by name, never bound to a reference: see cpu_state.hpp
+  const Dim3 d = tls.block_dim;
   if (d.y == 1 && d.z == 1) {  // 1-D blocks, the common case: a single loop
     const std::size_t end = count < d.x ? count : d.x;
     DEVCTX_IVDEP
     for (std::size_t x = 0; x < end; ++x) {
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
       f(Thread{x, 0, 0, x});
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
     }
     detail::cpu::phase_end();
     return;
@@ -195,14 +195,14 @@ inline void Block::for_first_threads(std::size_t count, F&& f) const {
   std::size_t rank = 0;
   for (std::size_t z = 0; z < d.z && rank < count; ++z) {
     for (std::size_t y = 0; y < d.y && rank < count; ++y) {
-      st.thread_idx.z = unsigned(z);
-      st.thread_idx.y = unsigned(y);
+      tls.thread_idx.z = unsigned(z);
+      tls.thread_idx.y = unsigned(y);
       const std::size_t end = count - rank < d.x ? count - rank : d.x;
       DEVCTX_IVDEP
       for (std::size_t x = 0; x < end; ++x) {
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
         f(Thread{x, y, z, rank + x});
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
       }
       rank += d.x;
     }
