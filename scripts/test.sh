@@ -5,8 +5,9 @@
 #     tests run on the CPU backend, and GPU tests skip unless a GPU is present
 #     (DEVCTX_REQUIRE_GPU=1 makes a missing GPU a failure);
 #  2. a CPU-only build with the C++ compiler alone (the library and the tool, for the consumers
-#     below; its test suite runs in step 7's ASan + UBSan build, which is CPU-only too). Without
-#     nvcc, this is the build of step 1 and runs the whole suite;
+#     below; its test suite runs in step 7's ASan + UBSan build, which is CPU-only too), built as
+#     scripts/demo.sh builds: one translation unit per file, -O3. Without nvcc, this is the build
+#     of step 1 and runs the whole suite;
 #  3. the examples built as an outside project against the installed package (find_package);
 #  4. every way a project takes devctx in (find_package, add_subdirectory, FetchContent, also with
 #     FIND_PACKAGE_ARGS; CMake 3.25 and a current one from PyPI; with and without nvcc), a shared
@@ -16,7 +17,9 @@
 #     switch, under TSan, and cross-built for AArch64 under qemu-user.
 # CI's machine has 2 cores and CI's time is bounded: the builds here are made for building fast
 # (docs/internals.md, "CI"): no debug information, unity builds (CMAKE_UNITY_BUILD), -Og / -O1
-# under the sanitizers. A developer's build keeps CMake's usual build types.
+# under the sanitizers. A developer's build keeps CMake's usual build types. Every build treats
+# warnings as errors: the C++ compiler's -Wall -Wextra on every target, and nvcc's own warnings and
+# its host compiler's for CUDA sources (cmake/devctxWarnings.cmake).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Every step starts with `section NAME` (its banner); the seconds each took are printed at the end,
@@ -55,8 +58,12 @@ cmake --build "build-test-$full" -j "$jobs"
 ctest --test-dir "build-test-$full" --output-on-failure -j "$jobs"
 if [ $full = cuda ]; then
   # What the consumers below install: the library and the tool, with the C++ compiler alone.
-  section "configuration cpu (DEVCTX_ENABLE_CUDA=OFF): the library and the tool"
-  cmake -S . -B build-test-cpu "${ci_build[@]}" -DDEVCTX_ENABLE_CUDA=OFF -DDEVCTX_BUILD_TESTS=OFF \
+  # Built as scripts/demo.sh builds them, not for speed: CMake's Release flags (-O3) and one
+  # translation unit per source file. GCC's warnings that depend on what it inlines
+  # (-Wstringop-overflow, -Wrestrict) showed in that shape and not in the unity builds.
+  section "configuration cpu (DEVCTX_ENABLE_CUDA=OFF): the library and the tool, non-unity, -O3"
+  cmake -S . -B build-test-cpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=OFF \
+    -DDEVCTX_WARNINGS_AS_ERRORS=ON -DDEVCTX_ENABLE_CUDA=OFF -DDEVCTX_BUILD_TESTS=OFF \
     -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_BENCH=OFF >/dev/null
   cmake --build build-test-cpu -j "$jobs"
   build-test-cpu/tools/devctx info --brief
@@ -112,15 +119,11 @@ extra_config() {
 # out_of_memory error; ASan would otherwise abort on the request itself.
 # DEVCTX_FIBER=boost: Boost.Context (the portable fallback for machines without devctx's own
 # switch) forced on x86-64, so that the whole suite runs on it here too (the native switch runs in
-# every other build). -Og: UBSan's checks make -O2 builds three times as slow to compile.
+# every other build). -Og: UBSan's checks make -O2 builds three times as slow to compile. Every
+# UBSan check is on (a user's UBSan build of their own program is clean too: tests/consumers).
 section "ASan + UBSan, with the portable fiber switch (DEVCTX_FIBER=boost)"
-# -fno-sanitize=null: g++ 12 with address,undefined checks a reference to a thread_local for null
-# with a branch on flags that its `lea` never set, and reports a "member access within null
-# pointer" that is not there (the CPU backend's hot loops read its per-thread state through such
-# a reference: block.hpp's for_each_thread). A real null access still stops the run: ASan reports
-# the SEGV.
 ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 extra_config asan -Og \
-  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize=null -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
   -DDEVCTX_FIBER=boost
 section "TSan"
 # Every fiber switch is announced to TSan too (fiber_annotated.cpp; fibers that finish or park

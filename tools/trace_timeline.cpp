@@ -93,8 +93,12 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
     const double x = x_of(*op.device_begin_us);
     const double w = std::max(0.5, x_of(*op.device_end_us) - x);
     const std::string tip = ": " + fixed_text((*op.device_end_us - *op.device_begin_us) / 1000.0, 3) + " ms";
+    // Appended, not `" " + bytes_text(...)`: GCC 12 warns (-Wrestrict) on inserting at the front
+    // of a temporary string.
+    std::string size;
+    if (op.bytes > 0) size.append(" ").append(bytes_text(op.bytes));
     svg += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(row_h - 10) +
-           "\" fill=\"" + s.colour + "\"><title>" + xml_escape(op.name) + (op.bytes > 0 ? " " + bytes_text(op.bytes) : "") +
+           "\" fill=\"" + s.colour + "\"><title>" + xml_escape(op.name) + size +
            tip + "</title></rect>\n";
   }
   const double axis_y = top + row_h * double(rows.size()) + 4;

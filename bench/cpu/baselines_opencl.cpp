@@ -75,6 +75,13 @@ __kernel void matmul(__global const float* A, __global const float* B,
 
 constexpr std::size_t matmul_tile = 16;
 
+}  // namespace
+
+// The owning handles are members of OpenClRunner::State, a class with external linkage: they
+// live in a named namespace (a member of an anonymous-namespace type would give State internal
+// linkage in all but name, which GCC reports with -Wsubobject-linkage).
+namespace opencl {
+
 template <typename Handle, cl_int (*Release)(Handle)>
 struct ClReleaser {
     void operator()(Handle h) const { Release(h); }
@@ -88,6 +95,12 @@ using QueuePtr = ClPtr<cl_command_queue, clReleaseCommandQueue>;
 using ProgramPtr = ClPtr<cl_program, clReleaseProgram>;
 using KernelPtr = ClPtr<cl_kernel, clReleaseKernel>;
 using MemPtr = ClPtr<cl_mem, clReleaseMemObject>;
+
+}  // namespace opencl
+
+using opencl::ContextPtr, opencl::QueuePtr, opencl::ProgramPtr, opencl::KernelPtr, opencl::MemPtr;
+
+namespace {
 
 void check(cl_int err, const char* what) {
     if (err != CL_SUCCESS) {

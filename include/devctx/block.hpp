@@ -150,14 +150,13 @@ namespace detail::cpu {
 /// runners' promise (launch_kernel.hpp) lets the compiler keep free of it in unchecked code.
 template <class F>
 [[gnu::noinline]] void checked_phase(std::size_t count, F& f) {
-  auto& st = tls;
-  const Dim3 d = st.block_dim;
+  const Dim3 d = tls.block_dim;  // tls by name, never bound to a reference: see cpu_state.hpp
   const std::size_t n = std::size_t(d.x) * d.y * d.z, end = count < n ? count : n;
   const bool reversed = checked_threads_reversed();
   for (std::size_t i = 0; i < end; ++i) {
     const std::size_t rank = reversed ? end - 1 - i : i;
     const std::size_t x = rank % d.x, y = rank / d.x % d.y, z = rank / (std::size_t(d.x) * d.y);
-    st.thread_idx = {unsigned(x), unsigned(y), unsigned(z)};
+    tls.thread_idx = {unsigned(x), unsigned(y), unsigned(z)};
     f(Thread{x, y, z, rank});
     checked_thread_step();
   }
@@ -167,8 +166,8 @@ template <class F>
 
 template <class F>
 inline void Block::for_each_thread(F&& f) const {
-  auto& st = detail::cpu::tls;
-  const Dim3 d = st.block_dim;
+  using detail::cpu::tls;  // by name, never bound to a reference: see cpu_state.hpp
+  const Dim3 d = tls.block_dim;
   if (detail::cpu::in_checked_launch()) [[unlikely]] {
     detail::cpu::checked_phase(~std::size_t{0}, f);
     return;
@@ -176,9 +175,9 @@ inline void Block::for_each_thread(F&& f) const {
   if (d.y == 1 && d.z == 1) {  // 1-D blocks, the common case: a single loop
     DEVCTX_IVDEP
     for (std::size_t x = 0; x < d.x; ++x) {
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
       f(Thread{x, 0, 0, x});
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
     }
     detail::cpu::phase_end();
     return;
@@ -186,16 +185,16 @@ inline void Block::for_each_thread(F&& f) const {
   std::size_t rank = 0;
   for (std::size_t z = 0; z < d.z; ++z) {
     for (std::size_t y = 0; y < d.y; ++y) {
-      st.thread_idx.z = unsigned(z);
-      st.thread_idx.y = unsigned(y);
+      tls.thread_idx.z = unsigned(z);
+      tls.thread_idx.y = unsigned(y);
       // Threads of one phase are independent (a dependence between them would be a data race
       // on a GPU), which ivdep tells the compiler. The second store of x lets it keep x in a
       // register. Together they let the loop vectorise.
       DEVCTX_IVDEP
       for (std::size_t x = 0; x < d.x; ++x) {
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
         f(Thread{x, y, z, rank + x});
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
       }
       rank += d.x;
     }
@@ -205,8 +204,8 @@ inline void Block::for_each_thread(F&& f) const {
 
 template <class F>
 inline void Block::for_first_threads(std::size_t count, F&& f) const {
-  auto& st = detail::cpu::tls;
-  const Dim3 d = st.block_dim;
+  using detail::cpu::tls;  // by name, never bound to a reference: see cpu_state.hpp
+  const Dim3 d = tls.block_dim;
   if (detail::cpu::in_checked_launch()) [[unlikely]] {
     detail::cpu::checked_phase(count, f);
     return;
@@ -215,9 +214,9 @@ inline void Block::for_first_threads(std::size_t count, F&& f) const {
     const std::size_t end = count < d.x ? count : d.x;
     DEVCTX_IVDEP
     for (std::size_t x = 0; x < end; ++x) {
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
       f(Thread{x, 0, 0, x});
-      st.thread_idx.x = unsigned(x);
+      tls.thread_idx.x = unsigned(x);
     }
     detail::cpu::phase_end();
     return;
@@ -225,14 +224,14 @@ inline void Block::for_first_threads(std::size_t count, F&& f) const {
   std::size_t rank = 0;
   for (std::size_t z = 0; z < d.z && rank < count; ++z) {
     for (std::size_t y = 0; y < d.y && rank < count; ++y) {
-      st.thread_idx.z = unsigned(z);
-      st.thread_idx.y = unsigned(y);
+      tls.thread_idx.z = unsigned(z);
+      tls.thread_idx.y = unsigned(y);
       const std::size_t end = count - rank < d.x ? count - rank : d.x;
       DEVCTX_IVDEP
       for (std::size_t x = 0; x < end; ++x) {
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
         f(Thread{x, y, z, rank + x});
-        st.thread_idx.x = unsigned(x);
+        tls.thread_idx.x = unsigned(x);
       }
       rank += d.x;
     }

@@ -77,3 +77,7 @@ class DevctxConan(ConanFile):
         self.cpp_info.system_libs = ["pthread"]
         if self.options.cuda and not self.options.shared:
             self.cpp_info.system_libs += ["dl", "rt"]
+        # For generators other than CMake's (PkgConfigDeps, ...), as devctx's own devctx.pc: kernel
+        # frames larger than a CPU fiber stack's guard fault in the guard (the stack-overflow report).
+        if str(self.settings.compiler) in ("gcc", "clang"):
+            self.cpp_info.cxxflags = ["-fstack-clash-protection"]

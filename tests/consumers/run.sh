@@ -340,20 +340,33 @@ fi
 
 # ---- pkg-config ----------------------------------------------------------------------------------
 # pc_check NAME PREFIX_PC_DIR [LD_LIBRARY_PATH]: app.cpp and host_only.cpp built with the C++
-# compiler and `pkg-config --cflags --libs devctx` alone, run on the CPU backend.
+# compiler and `pkg-config --cflags --libs devctx` alone, run on the CPU backend; app.cpp again as a
+# user's UBSan build (devctx's headers must add no report); stack_overflow.cpp must end with
+# devctx's report naming kernel, block and thread (the Cflags carry what the report needs).
 pc_check() {
   local name=$1 pc_dir=$2 ld_path=${3:-}
   wanted "pkg-config-$name" || return 0
   local dir="$work/pkg-config-$name" program flags
   rm -rf "$dir" && mkdir -p "$dir"
   flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs devctx) || { fail "pkg-config $name: devctx.pc not found"; return; }
-  for program in app host_only; do
+  local ubsan=(-fsanitize=undefined -fno-sanitize-recover=undefined)
+  for program in app host_only app:ubsan; do
+    local extra=() out=${program/:/-}
+    [[ $program == *:ubsan ]] && extra=("${ubsan[@]}")
     # shellcheck disable=SC2086  # the flags are words
-    c++ -std=c++20 -O1 "$here/common/$program.cpp" $flags -o "$dir/$program" > "$dir/$program-build.log" 2>&1 ||
-      { fail "pkg-config $name: building $program with '$flags'"; tail -5 "$dir/$program-build.log"; return; }
-    DEVCTX_DEVICE=cpu LD_LIBRARY_PATH="$ld_path" "$dir/$program" > "$dir/$program.log" 2>&1 && grep -q '^PASSED' "$dir/$program.log" ||
-      { fail "pkg-config $name: $program: $(tail -1 "$dir/$program.log")"; return; }
+    c++ -std=c++20 -O1 "${extra[@]}" "$here/common/${program%:*}.cpp" $flags -o "$dir/$out" > "$dir/$out-build.log" 2>&1 ||
+      { fail "pkg-config $name: building $out with '${extra[*]} $flags'"; tail -5 "$dir/$out-build.log"; return; }
+    DEVCTX_DEVICE=cpu LD_LIBRARY_PATH="$ld_path" "$dir/$out" > "$dir/$out.log" 2>&1 && grep -q '^PASSED' "$dir/$out.log" ||
+      { fail "pkg-config $name: $out: $(tail -1 "$dir/$out.log")"; return; }
   done
+  # shellcheck disable=SC2086
+  c++ -std=c++20 -O1 "$here/common/stack_overflow.cpp" $flags -o "$dir/stack_overflow" > "$dir/stack_overflow-build.log" 2>&1 ||
+    { fail "pkg-config $name: building stack_overflow with '$flags'"; tail -5 "$dir/stack_overflow-build.log"; return; }
+  local status=0
+  # (The group's 2>/dev/null keeps bash's own "Segmentation fault" line out of the log.)
+  { (ulimit -c 0; LD_LIBRARY_PATH="$ld_path" exec "$dir/stack_overflow") > "$dir/stack_overflow.log" 2>&1; } 2> /dev/null || status=$?
+  [[ $status == 139 ]] && grep -q "stack overflow in kernel '[^']*big_frame', block ([0-9, ]*), thread ([0-9, ]*)" "$dir/stack_overflow.log" ||
+    { fail "pkg-config $name: stack_overflow (exit status $status): $(tail -1 "$dir/stack_overflow.log")"; return; }
   printf '  ok  %-48s %s\n' "pkg-config $name" "$flags"
 }
 step "pkg-config"

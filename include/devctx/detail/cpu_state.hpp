@@ -58,6 +58,14 @@ struct ThreadState {
   check::Checker* checker = nullptr;
 };
 
+/// The calling worker's state. Code in headers names it directly (`tls.thread_idx`, or
+/// `using cpu::tls;` in a function) and never binds a reference or pointer to it. Through a
+/// reference, -fsanitize=null (UBSan) tests the address for null, and g++ 12 takes that test
+/// from the flags of the `addq tls@gottpoff(%rip), %reg` that computes it; in an executable the
+/// linker rewrites that instruction into a `leaq`, which sets no flags, so the branch follows
+/// whatever the instruction before left (ASan's shadow test, say) and UBSan reports "member
+/// access within null pointer of type 'ThreadState'" in the user's program (issue 25; seen at
+/// -O1). A named thread_local is never tested for null, and the code at -O2 is the same.
 extern constinit thread_local ThreadState tls;
 
 // Entry points into the executor (src/backends/cpu/block_executor.cpp; barrier() in fiber_x86_64.cpp or cooperative.cpp).
@@ -106,10 +114,7 @@ inline void phase_end() {
 
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.
 inline void* shared_array(const void* site, std::size_t bytes, std::size_t align, std::size_t element_bytes) {
-  // tls by name, never through a reference: g++ 12 with -fsanitize=address,undefined checks a
-  // reference to a thread_local for null with a branch on stale flags (lea sets none), a false
-  // "member access within null pointer" (examples/06_attention in the sanitizer CI job).
-  if (tls.executor != nullptr)
+  if (tls.executor != nullptr)  // tls by name: see its declaration
     for (unsigned i = 0; i < tls.shared_count; ++i)
       if (tls.shared_sites[i] == site) return tls.shared_addresses[i];
   return static_shared(site, bytes, align, element_bytes);

@@ -28,9 +28,8 @@ struct sigaction g_previous {};  // SIGSEGV's action before devctx installed its
 class SignalSafeText {
  public:
   SignalSafeText& operator<<(std::string_view text) noexcept {
-    const std::size_t n = std::min(text.size(), sizeof buffer_ - used_);
-    for (std::size_t i = 0; i < n; ++i) buffer_[used_ + i] = text[i];
-    used_ += n;
+    // Each store tests the bound itself: the compiler sees that no index passes the buffer.
+    for (std::size_t i = 0; i < text.size() && used_ < sizeof buffer_; ++i) buffer_[used_++] = text[i];
     return *this;
   }
   SignalSafeText& operator<<(std::uint64_t value) noexcept {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The consumer projects' program with kernels (compiled through devctx_add_kernels: by nvcc when
-// devctx has CUDA). On the default device (the CPU where no GPU is), it runs a plain kernel and
-// one with block-shared memory and barriers over fresh random input into poisoned output,
-// checks every element, and checks that the version the CMake package announced
+// devctx has CUDA). On the default device (the CPU where no GPU is), it runs a plain kernel, one
+// with block-shared memory and barriers and its block-level form over fresh random input into
+// poisoned output, checks every element, and checks that the version the CMake package announced
 // (CONSUMER_EXPECTED_VERSION) is the one compiled in. Prints "PASSED ..." and exits 0, else 1.
 #include <cstdio>
 #include <random>
@@ -29,6 +29,14 @@ DEVCTX_KERNEL void reverse_blocks(devctx::span<const int> in, devctx::span<int> 
   tile[t] = in[base + t];
   devctx::barrier();
   out[base + t] = tile[kBlock - 1 - t];
+}
+
+// The same as a block-level kernel: on the CPU each phase is a loop over the block's threads.
+DEVCTX_KERNEL void reverse_blocks_phased(devctx::Block blk, devctx::span<const int> in, devctx::span<int> out) {
+  DEVCTX_SHARED(int, tile, kBlock);
+  const std::size_t base = std::size_t(blk.idx().x) * kBlock;
+  blk.for_each_thread([&](devctx::Thread t) { tile[t.x] = in[base + t.x]; });
+  blk.for_each_thread([&](devctx::Thread t) { out[base + t.x] = tile[kBlock - 1 - t.x]; });
 }
 
 int fail(const char* what, std::size_t i, int got, int expected) {
@@ -73,13 +81,19 @@ int main() {
     for (std::size_t i = 0; i < n; ++i)
       if (h_out[i] != a * h_x[i] + h_y[i]) return fail("axpy", i, h_out[i], a * h_x[i] + h_y[i]);
 
-    ctx.enqueue_memset(d_out, 0x5a5a5a5a);
-    ctx.enqueue_function<reverse_blocks>({.grid_dim = unsigned(blocks), .block_dim = kBlock}, d_x, d_out);
-    ctx.enqueue_copy(h_out, d_out);
-    ctx.synchronize();
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t from = i / kBlock * kBlock + (kBlock - 1 - i % kBlock);
-      if (h_out[i] != h_x[from]) return fail("reverse_blocks", i, h_out[i], h_x[from]);
+    for (const bool phased : {false, true}) {
+      const char* name = phased ? "reverse_blocks_phased" : "reverse_blocks";
+      ctx.enqueue_memset(d_out, 0x5a5a5a5a);
+      if (phased)
+        ctx.enqueue_function<reverse_blocks_phased>({.grid_dim = unsigned(blocks), .block_dim = kBlock}, d_x, d_out);
+      else
+        ctx.enqueue_function<reverse_blocks>({.grid_dim = unsigned(blocks), .block_dim = kBlock}, d_x, d_out);
+      ctx.enqueue_copy(h_out, d_out);
+      ctx.synchronize();
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t from = i / kBlock * kBlock + (kBlock - 1 - i % kBlock);
+        if (h_out[i] != h_x[from]) return fail(name, i, h_out[i], h_x[from]);
+      }
     }
     std::printf("PASSED app: %zu elements on %s, devctx %s\n", n, ctx.name().c_str(), DEVCTX_VERSION_STRING);
     return 0;

@@ -26,10 +26,10 @@ inline Dim3 block_dim() { return detail::cpu::tls.block_dim; }
 inline Dim3 grid_dim() { return detail::cpu::tls.grid_dim; }
 
 inline Idx3 global_idx() {
-  const auto& s = detail::cpu::tls;
-  return {std::uint64_t(s.block_idx.x) * s.block_dim.x + s.thread_idx.x,
-          std::uint64_t(s.block_idx.y) * s.block_dim.y + s.thread_idx.y,
-          std::uint64_t(s.block_idx.z) * s.block_dim.z + s.thread_idx.z};
+  using detail::cpu::tls;  // by name, never bound to a reference: see cpu_state.hpp
+  return {std::uint64_t(tls.block_idx.x) * tls.block_dim.x + tls.thread_idx.x,
+          std::uint64_t(tls.block_idx.y) * tls.block_dim.y + tls.thread_idx.y,
+          std::uint64_t(tls.block_idx.z) * tls.block_dim.z + tls.thread_idx.z};
 }
 
 /// The call site travels with the call, as checking mode compares the barrier() calls that
@@ -38,9 +38,9 @@ inline void barrier(const detail::SourceSite& site = detail::SourceSite::current
 
 template <class T>
 span<T> dynamic_shared() {
-  const auto& s = detail::cpu::tls;
-  if (s.mode == detail::cpu::Mode::none) detail::cpu::not_in_kernel("devctx::dynamic_shared");
-  return span<T>(reinterpret_cast<T*>(s.dynamic_shared), s.dynamic_shared_bytes / sizeof(T));
+  using detail::cpu::tls;
+  if (tls.mode == detail::cpu::Mode::none) detail::cpu::not_in_kernel("devctx::dynamic_shared");
+  return span<T>(reinterpret_cast<T*>(tls.dynamic_shared), tls.dynamic_shared_bytes / sizeof(T));
 }
 
 // Atomics: std::atomic_ref, relaxed order (as CUDA's atomic* functions), return the old value.
@@ -156,8 +156,8 @@ inline void memory_fence() { std::atomic_thread_fence(std::memory_order_seq_cst)
 inline void threadfence() { memory_fence(); }
 
 inline unsigned lane_id() {
-  const auto& s = detail::cpu::tls;
-  const unsigned linear = s.thread_idx.x + s.block_dim.x * (s.thread_idx.y + s.block_dim.y * s.thread_idx.z);
+  using detail::cpu::tls;
+  const unsigned linear = tls.thread_idx.x + tls.block_dim.x * (tls.thread_idx.y + tls.block_dim.y * tls.thread_idx.z);
   return linear % 32u;
 }
 

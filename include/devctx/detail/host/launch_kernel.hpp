@@ -108,20 +108,20 @@ template <auto K, bool Checked, class... P>
 __attribute__((flatten)) void cpu_run_block(const void* packed) {
   promise_checking<Checked>();
   const ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
-  cpu::ThreadState& st = cpu::tls;
-  const Dim3 dim = st.block_dim;
+  using cpu::tls;  // by name, never bound to a reference: see cpu_state.hpp
+  const Dim3 dim = tls.block_dim;
   for (unsigned z = 0; z < dim.z; ++z) {
     for (unsigned y = 0; y < dim.y; ++y) {
-      st.thread_idx.z = z;
-      st.thread_idx.y = y;
+      tls.thread_idx.z = z;
+      tls.thread_idx.y = y;
       // Storing x again after the call lets the compiler keep it in a register and vectorise.
-      for (unsigned x = 0; x < st.x_end; ++x) {
-        st.thread_idx.x = x;
+      for (unsigned x = 0; x < tls.x_end; ++x) {
+        tls.thread_idx.x = x;
         call_kernel<K>(pack, std::index_sequence_for<P...>{});
         if constexpr (Checked) cpu::checked_thread_end();
-        st.thread_idx.x = x;
+        tls.thread_idx.x = x;
       }
-      if (st.mode != cpu::Mode::plain) return;
+      if (tls.mode != cpu::Mode::plain) return;
     }
   }
 }
