@@ -39,11 +39,6 @@ void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contig
        " elements: a reshape keeps the number of elements");
 }
 
-void throw_tensor_too_large(const char* what, std::size_t needed, std::size_t size) {
-  fail(Errc::size_mismatch, "tensor over ", what, ": its layout reaches ", needed, " elements but the memory holds ",
-       size);
-}
-
 void throw_tensor_too_large(const char* what, const char* layout, const std::size_t* extents,
                             const std::size_t* strides, std::size_t rank, std::size_t needed, std::size_t size) {
   fail(Errc::size_mismatch, "tensor over ", what, ": its layout (devctx::", layout, " with extents ",

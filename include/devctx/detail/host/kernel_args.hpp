@@ -141,7 +141,7 @@ inline P map_tensor_arg(A&& arg) {
       static_assert(std::is_const_v<Elem> || !std::is_const_v<T>,
                     "a read-only slice was passed where the kernel writes (LayoutTensor<T, L>)");
     const L layout{};
-    if (layout.span_size() > arg.size()) throw_tensor_too_large("a device buffer", layout.span_size(), arg.size());
+    check_tensor_fits(is_device_buffer<D>::value ? "a device buffer" : "a slice", layout, arg.size());
     return P(arg.data(), layout);
   } else {
     static_assert(is_layout_tensor<D>::value,

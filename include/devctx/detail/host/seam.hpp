@@ -200,9 +200,8 @@ void host_access_check(HostAccessGate& gate, const char* access);
                                             std::size_t rank);
 /// Error(kernel_failed) for a tensor reshape between sizes that differ or a non-contiguous layout.
 [[noreturn]] void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contiguous, bool to_contiguous);
-/// Error(size_mismatch) for a tensor whose layout reaches `needed` elements over `what` of `size`.
-[[noreturn]] void throw_tensor_too_large(const char* what, std::size_t needed, std::size_t size);
-/// The same, naming the layout (`layout`: "RowMajor", ...) and its extents and strides.
+/// Error(size_mismatch) for a tensor whose layout reaches `needed` elements over `what` of `size`,
+/// naming the layout (`layout`: "RowMajor", ...) and its extents and strides.
 [[noreturn]] void throw_tensor_too_large(const char* what, const char* layout, const std::size_t* extents,
                                          const std::size_t* strides, std::size_t rank, std::size_t needed,
                                          std::size_t size);

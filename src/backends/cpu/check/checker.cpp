@@ -2,8 +2,10 @@
 #include "backends/cpu/check/checker.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/host/checked_size.hpp>
 #include <devctx/detail/source_site.hpp>
 
 #include "core/errors.hpp"
@@ -110,7 +112,8 @@ void* Checker::span_element(std::uint32_t rank, const void* data, std::size_t in
   Region* r = region_of(data);
   if (index >= count) {
     std::string what;
-    if (r != nullptr && static_cast<const std::byte*>(data) == r->begin && count * element_bytes == r->bytes) {
+    if (r != nullptr && static_cast<const std::byte*>(data) == r->begin &&
+        checked_mul(count, element_bytes) == std::optional<std::size_t>(r->bytes)) {
       what = concat(describe(*r), ", which has ", count, " elements");
     } else {
       // A subspan (or a span the kernel built): name the span, and where it lies.
