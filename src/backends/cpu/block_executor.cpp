@@ -11,6 +11,8 @@
 #include <typeinfo>
 #include <utility>
 
+#include <devctx/detail/device/fission.hpp>
+
 #include "core/errors.hpp"
 
 namespace devctx::detail::cpu {
@@ -21,6 +23,7 @@ constinit BarrierState no_block{};
 }  // namespace
 
 constinit thread_local ThreadState tls{.barrier_state = &no_block};
+constinit thread_local FissionSlot fission_slot{};
 
 namespace {
 
@@ -104,6 +107,7 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   tls.grid_dim = config.grid_dim;
   tls.executor = this;
   tls.barrier_state = &bs_;
+  fission_slot = FissionSlot{.enabled = task.fission && task.checked == nullptr};
 }
 
 // Out of line: an unchecked launch's set-up stays as it was without checking mode.
@@ -190,7 +194,13 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         fiber_launch(&scheduler_sp_, stacks_.stack(0), &plain_entry, this);
       }
       if (checking_ != nullptr && !failed_) check_block_end();
-      (cooperative_ ? result.cooperative : result.plain) += 1;
+      if (fission_slot.taken) {
+        fission_slot.taken = false;
+        result.translated += 1;
+      } else {
+        (cooperative_ ? result.cooperative : result.plain) += 1;
+      }
+      if (fission_slot.declined != nullptr && result.declined == nullptr) result.declined = fission_slot.declined;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
       parked = cooperative_ && synced && !failed_;
     }
@@ -200,6 +210,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
   tls.checker = nullptr;
   checking_ = nullptr;
   tls.barrier_state = &no_block;
+  fission_slot = FissionSlot{};
   if (failed_) result.failure = std::move(failure_);
   return result;
 }
