@@ -516,6 +516,10 @@ class KernelTranslator:
         for p in self.params:
             if not p.spelling:
                 raise Decline("a parameter has no name")
+        body_text = self.src(self.body)
+        if any(line.lstrip().startswith("#") for line in body_text.splitlines()[1:]):
+            # The translator sees one configuration; the compiler may see another (-DNDEBUG).
+            raise Decline("preprocessor directives inside the kernel's body")
         self.assigned = self.modified_refs(self.body)
         for p in self.params:
             if self.key(p) in self.assigned:
@@ -526,6 +530,8 @@ class KernelTranslator:
                 raise Decline(f"it uses {k.lower().replace('_stmt', '')} (line {self.file.line_of(c.extent.start.offset)})")
             if k == "LAMBDA_EXPR" and self.contains_sync(c):
                 raise Decline("barrier() inside a lambda")
+            if k == "VAR_DECL" and c.storage_class.name == "STATIC" and not c.spelling.startswith("devctx_shared_site_"):
+                raise Decline(f"the static local '{c.spelling}' (each stretch between barriers would get its own)")
         self.prepare_uniform_locals()
         self.nodes = self.form(self.body, True)
         # Block-level declarations leave their regions.
