@@ -953,8 +953,10 @@ def translate(path, flags, resource_dir, out_path):
             kt.analyse()
             twin = kt.emit_twin()
             line_start = file.line_start(fn.extent.start.offset)
-            # The kernel declared first: its body may name it.
-            proto = file.text(line_start, body.extent.start.offset).rstrip() + ";\n"
+            # The kernel declared first when its body names it (the twin copies that code).
+            names_itself = any(kind(c) == "DECL_REF_EXPR" and c.referenced is not None and
+                               c.referenced.get_usr() == fn.get_usr() for c in body.walk_preorder())
+            proto = file.text(line_start, body.extent.start.offset).rstrip() + ";\n" if names_itself else ""
             inserts.append((line_start, proto + twin + f'#line {file.line_of(line_start)} "{file.path}"\n'))
             inserts.append((brace, kt.prologue() + f'#line {file.line_of(brace)} "{file.path}"\n'))
             results.append(("translated", fn.spelling, ""))
@@ -979,11 +981,14 @@ def translate(path, flags, resource_dir, out_path):
                       unsaved_files=[(out_path, generated.decode("utf-8"))])
     errors = [d for d in tu2.diagnostics if d.severity >= ci.Diagnostic.Error]
     # No new warnings either (builds use -Werror): the twins' are reported at the kernel's lines.
+    # Compared by text, as a twin's copies of a statement carry its original line.
+    from collections import Counter
+
     def warnings(unit):
-        return {(d.location.line, d.spelling) for d in unit.diagnostics if d.severity == ci.Diagnostic.Warning}
-    new_warnings = sorted(warnings(tu2) - warnings(tu))
+        return Counter(d.spelling for d in unit.diagnostics if d.severity == ci.Diagnostic.Warning)
+    new_warnings = sorted((warnings(tu2) - warnings(tu)).keys())
     if new_warnings and not errors:
-        errors = [f"line {new_warnings[0][0]}: warning: {new_warnings[0][1]}"]
+        errors = [f"warning: {new_warnings[0]}"]
     if errors:
         return data, [("error", "", f"the translated file did not parse ({errors[0]}); compiled as written")] + \
             [("fibers", n, "the translated file did not parse") for s, n, _ in results if s == "translated"], deps
