@@ -9,8 +9,8 @@
 #error "<devctx/detail/device/fission.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
 #endif
 
-#if !defined(__CUDA_ARCH__)
-
+// Parsed by every pass, nvcc's device pass too (as cpu_state.hpp): the CPU runners that name it
+// are parsed there, never emitted.
 #include <cstddef>
 #include <type_traits>
 
@@ -157,5 +157,3 @@ template <class T, class U>
 
 }  // namespace fission
 }  // namespace devctx::detail::cpu
-
-#endif  // !defined(__CUDA_ARCH__)

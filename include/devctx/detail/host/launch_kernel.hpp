@@ -107,8 +107,9 @@ inline __attribute__((always_inline)) void promise_checking() {
 /// took it (and so ran the whole block). A kernel without a twin ignores the offer, which is
 /// withdrawn once the thread returns or the block goes cooperative.
 template <auto K, class... P>
-[[gnu::noinline]] __attribute__((flatten)) bool cpu_run_offered_thread(const ArgPack<P...>& pack) {
+[[gnu::noinline]] __attribute__((flatten)) bool cpu_run_offered_thread(const void* packed) {
   promise_checking<false>();
+  const ArgPack<P...>& pack = *static_cast<const ArgPack<P...>*>(packed);
   cpu::FissionSlot& slot = cpu::fission_slot;
   slot.offer = reinterpret_cast<cpu::FissionId>(K);
   cpu::tls.thread_idx = {0, 0, 0};
@@ -131,7 +132,7 @@ __attribute__((flatten)) void cpu_run_block(const void* packed) {
     if (cpu::fission_slot.enabled) {
       // Fission (docs/cpu-backend.md): thread (0, 0, 0) runs with the block offered to the
       // kernel's translated twin. When taken, the twin ran the whole block.
-      if (cpu_run_offered_thread<K, P...>(pack)) return;
+      if (cpu_run_offered_thread<K, P...>(&pack)) return;
       if (st.mode != cpu::Mode::plain) return;
       x_begin = 1;
     }
