@@ -16,11 +16,18 @@
 # library as devctx (static, or shared when devctx is a shared library: one runtime in the
 # process, so that devctx can launch the kernels these files register).
 #
+# With the fission translator on (cmake/devctxFission.cmake; the configure step says whether it
+# is), each file is compiled from its translated copy under <binary dir>/devctx_fission/<target>/,
+# in which CUDA-style barrier kernels get block-level twins for the CPU backend; the build prints
+# one line per target saying how many were translated.
+#
 # Host-compiled kernel code gets -fstack-clash-protection (GCC and Clang): the CPU backend runs
 # kernels on fiber stacks with a guard region below each, and with the flag a frame larger than
 # the guard touches its pages in order and faults in the guard (reported as a stack overflow
 # naming the kernel) instead of jumping over it into another GPU thread's stack. Functions whose
 # frames fit in a page compile to the same code (bench/cpu/stack_clash_cost.sh measures it).
+include("${CMAKE_CURRENT_LIST_DIR}/devctxFission.cmake")
+
 macro(devctx_add_kernels target)
   if(NOT TARGET devctx::devctx)
     message(FATAL_ERROR "devctx_add_kernels(${target} ...): there is no target devctx::devctx here; "
@@ -54,9 +61,11 @@ macro(_devctx_enable_cuda_here caller)
 endmacro()
 
 function(_devctx_add_kernels target)
-  target_sources(${target} PRIVATE ${ARGN})
+  # The fission translator's copies of the files when it runs (cmake/devctxFission.cmake).
+  _devctx_fission_sources(${target} sources ${ARGN})
+  target_sources(${target} PRIVATE ${sources})
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    set_property(SOURCE ${ARGN} TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS
+    set_property(SOURCE ${sources} TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS
       $<$<COMPILE_LANGUAGE:CXX>:-fstack-clash-protection>
       $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fstack-clash-protection>)
   endif()
@@ -64,7 +73,7 @@ function(_devctx_add_kernels target)
   if(NOT cuda)
     return()
   endif()
-  set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CUDA)
+  set_source_files_properties(${sources} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CUDA)
   devctx_cuda_standard(${target})
   # std:: constexpr functions (std::min, ...) inside kernels, as host code would use them.
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)

@@ -32,7 +32,12 @@ install(FILES
     ${PROJECT_BINARY_DIR}/devctxBuildInfo.cmake
     ${PROJECT_SOURCE_DIR}/cmake/devctxComponents.cmake
     ${PROJECT_SOURCE_DIR}/cmake/devctxHelpers.cmake
+    ${PROJECT_SOURCE_DIR}/cmake/devctxFission.cmake
+    ${PROJECT_SOURCE_DIR}/cmake/devctxFissionSummary.cmake
   DESTINATION ${_devctx_cmake_dir} COMPONENT devctx_development)
+# The fission translator, which devctx_add_kernels runs for find_package(devctx) users too.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/fission/devctx_fission.py DESTINATION ${_devctx_cmake_dir}/fission
+  COMPONENT devctx_development)
 
 # ---- pkg-config ---------------------------------------------------------------------------------
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")

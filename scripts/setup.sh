@@ -18,3 +18,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   rm -f "$log"
 fi
+
+# The fission translator (tools/fission, docs/internals.md): PyPI's libclang wheel, pinned in
+# tools/fission/requirements.txt, in a venv that the configure step finds. Offline (the GPU
+# machine): DEVCTX_FISSION_WHEEL=<path to the downloaded .whl> installs that file. Failing here
+# only leaves CUDA-style barrier kernels on fibers (the configure step says so): setup goes on.
+fission_venv="${DEVCTX_FISSION_VENV:-$HOME/.cache/devctx/fission-venv}"
+if ! "$fission_venv/bin/python3" -c "import clang.cindex" >/dev/null 2>&1; then
+  echo "setup: making $fission_venv for the fission translator (libclang from PyPI)"
+  if [ -n "${DEVCTX_FISSION_WHEEL:-}" ]; then fission_source=(--no-index "$DEVCTX_FISSION_WHEEL")
+  else fission_source=(-r "$here/../tools/fission/requirements.txt"); fi
+  if ! { python3 -m venv "$fission_venv" && "$fission_venv/bin/pip" install -q "${fission_source[@]}"; } >/dev/null 2>&1; then
+    echo "setup: could not install libclang for the fission translator: CUDA-style barrier kernels will run on fibers" >&2
+  fi
+fi

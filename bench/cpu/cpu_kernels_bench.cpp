@@ -350,13 +350,15 @@ Impl make_opencl_impl(Workload& w) {
     return impl;
 }
 
-// K1 is the same contract kernel in both devctx rows; K2 and K3 differ by form.
+// K1 is the same contract kernel in every devctx row; K2 and K3 differ by form.
 Impl make_devctx_impl(Workload& w, bench::DevctxForm form) {
     Impl impl;
     const bool block_level = form == bench::DevctxForm::block_level;
-    impl.name = block_level ? "devctx block-level" : "devctx CUDA-style";
+    impl.name = block_level ? "devctx block-level"
+                : form == bench::DevctxForm::hand_twin ? "devctx CUDA-style, hand twin"
+                                                       : "devctx CUDA-style";
     std::shared_ptr<bench::DevctxRunner> dx = bench::DevctxRunner::create(form);
-    if (!block_level) impl.note = "devctx: " + dx->device_name();
+    if (form == bench::DevctxForm::cuda_style) impl.note = "devctx: " + dx->device_name();
     dx->upload_k1(w.k1_a.data(), w.k1_b.data(), w.k1_n);
     dx->upload_k2(w.k2_in.data(), w.k2_n);
     dx->upload_k3(w.k3_a.data(), w.k3_b.data(), w.k3_n);
@@ -467,6 +469,7 @@ int run_benchmark(const Options& opt) {
     impls.push_back(make_opencl_impl(w));
     impls.push_back(make_devctx_impl(w, bench::DevctxForm::cuda_style));
     impls.push_back(make_devctx_impl(w, bench::DevctxForm::block_level));
+    impls.push_back(make_devctx_impl(w, bench::DevctxForm::hand_twin));
 
     const double k1_work = 12.0 * static_cast<double>(w.k1_n);
     const double k2_work = static_cast<double>(w.k2_n);

@@ -90,6 +90,8 @@ DEVCTX_KERNEL void matmul_phases(devctx::Block blk, devctx::span<const float> a,
   });
 }
 
+#include "hand_twins.hpp"
+
 class Runner final : public bench::DevctxRunner {
  public:
   Runner(bench::DevctxForm form, bool checked) : form_(form), ctx_(make_context(checked)) {}
@@ -118,6 +120,7 @@ class Runner final : public bench::DevctxRunner {
   void run_k2() override {
     const devctx::LaunchConfig cfg{.grid_dim = unsigned(k2_sums_.size()), .block_dim = kReduceBlock};
     if (form_ == bench::DevctxForm::cuda_style) ctx_.enqueue_function<block_reduce>(cfg, k2_in_, k2_sums_);
+    else if (form_ == bench::DevctxForm::hand_twin) ctx_.enqueue_function<block_reduce_hand>(cfg, k2_in_, k2_sums_);
     else ctx_.enqueue_function<block_reduce_phases>(cfg, k2_in_, k2_sums_);
     ctx_.synchronize();
   }
@@ -136,6 +139,7 @@ class Runner final : public bench::DevctxRunner {
     const unsigned tiles = (k3_n_ + kTile - 1) / kTile;
     const devctx::LaunchConfig cfg{.grid_dim = {tiles, tiles}, .block_dim = {kTile, kTile}};
     if (form_ == bench::DevctxForm::cuda_style) ctx_.enqueue_function<matmul_tiled>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
+    else if (form_ == bench::DevctxForm::hand_twin) ctx_.enqueue_function<matmul_hand>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
     else ctx_.enqueue_function<matmul_phases>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
     ctx_.synchronize();
   }

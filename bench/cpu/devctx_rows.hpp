@@ -14,6 +14,7 @@ namespace bench {
 enum class DevctxForm {
   cuda_style,   ///< thread-level kernels with DEVCTX_SHARED and devctx::barrier()
   block_level,  ///< devctx::Block kernels with for_each_thread phases
+  hand_twin,    ///< the cuda_style kernels with block-level twins written by hand (hand_twins.hpp)
 };
 
 class DevctxRunner {

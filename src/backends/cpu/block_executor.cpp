@@ -15,6 +15,8 @@
 #include <typeinfo>
 #include <utility>
 
+#include <devctx/detail/device/fission.hpp>
+
 #include "core/errors.hpp"
 
 namespace devctx::detail::cpu {
@@ -25,6 +27,7 @@ constinit BarrierState no_block{};
 }  // namespace
 
 constinit thread_local ThreadState tls{.barrier_state = &no_block};
+constinit thread_local FissionSlot fission_slot{};
 
 namespace {
 
@@ -108,6 +111,7 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   tls.grid_dim = config.grid_dim;
   tls.executor = this;
   tls.barrier_state = &bs_;
+  fission_slot = FissionSlot{.enabled = task.fission && task.checked == nullptr};
 }
 
 // Out of line: an unchecked launch's set-up stays as it was without checking mode.
@@ -201,7 +205,13 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
       }
       bool again = false;
       if (checking_ != nullptr && !failed_) again = check_block_twice();
-      (cooperative_ ? result.cooperative : result.plain) += 1;
+      if (fission_slot.taken) {
+        fission_slot.taken = false;
+        result.translated += 1;
+      } else {
+        (cooperative_ ? result.cooperative : result.plain) += 1;
+      }
+      if (fission_slot.declined != nullptr && result.declined == nullptr) result.declined = fission_slot.declined;
       if (why_ != nullptr && !why_->empty()) why_ = nullptr;  // the first reason is enough
       // After a second run the parked fibers hold reversed thread indices: start afresh.
       parked = cooperative_ && synced && !failed_ && !again;
@@ -212,6 +222,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
   tls.checker = nullptr;
   checking_ = nullptr;
   tls.barrier_state = &no_block;
+  fission_slot = FissionSlot{};
   if (failed_) result.failure = std::move(failure_);
   return result;
 }

@@ -16,6 +16,9 @@
 //    a thread's start and end cost about as much as one more barrier. cooperative.cpp holds
 //    this path's scheduler.
 //  * block_level: a kernel taking devctx::Block runs once per block; its phases are loops.
+//  * translated: on the plain path, thread (0, 0, 0) runs with the block offered to the
+//    kernel's block-level twin, written by the fission translator; a twin that takes the offer
+//    runs the whole block as loops over its threads (include/devctx/detail/device/fission.hpp).
 //
 // Checks performed here on every path: shared memory limits, barrier divergence (threads
 // waiting at different kinds of barrier with nobody able to proceed), exceptions in kernels.
@@ -61,6 +64,9 @@ struct BlockTask {
   /// Set for a checked launch: its blocks run in one range, through the checked runners, with
   /// the executor's checker watching. One pointer, so that an unchecked launch pays one test.
   const CheckedTask* checked = nullptr;
+  /// Offer each block of an unchecked thread-level launch to the kernel's translated twin
+  /// (DEVCTX_CPU_FISSION, on unless 0; never for checked launches).
+  bool fission = false;
 };
 
 /// A failure inside a block: the error code and the full message.
@@ -75,6 +81,10 @@ struct RangeResult {
   std::uint64_t plain = 0;
   std::uint64_t cooperative = 0;
   std::uint64_t block_level = 0;
+  /// Blocks that a translated twin ran (counted in none of the above).
+  std::uint64_t translated = 0;
+  /// Why the translator left the kernel on fibers, when its prologue said so (a static string).
+  const char* declined = nullptr;
   /// The first failure; the range stopped at it.
   std::optional<BlockFailure> failure;
   /// Why the first cooperative block went cooperative, when asked for and there was one.

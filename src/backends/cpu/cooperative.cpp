@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "backends/cpu/block_executor.hpp"
+
+#include <devctx/detail/device/fission.hpp>
 #include "core/errors.hpp"
 
 namespace devctx::detail::cpu {
@@ -72,6 +74,7 @@ void BlockExecutor::run_parked() {
   const std::uint32_t n = bs_.n;
   cooperative_ = true;
   tls.mode = Mode::cooperative;
+  fission_slot.offer = nullptr;  // no other thread may take the block's offer (fission.hpp)
   bs_.first = 0;
   bs_.started = n;
   bs_.live = n;

@@ -87,6 +87,7 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
     writable.resize(launch.cpu_spans(args, writable.data()));
     std::erase_if(writable, [](const LaunchSpan& s) { return s.read_only; });
   }
+  task_.fission = !checked && fission_enabled();
   trace_ = trace_enabled();
   if (trace_) trace_start_ = Clock::now();
 }
@@ -119,6 +120,8 @@ void KernelOp::run_range(std::size_t part) {
   if (result.failure) record_failure(std::move(*result.failure));
   cooperative_blocks_ += result.cooperative;
   plain_blocks_ += result.plain + result.block_level;
+  translated_blocks_ += result.translated;
+  if (result.declined != nullptr) declined_.store(result.declined, std::memory_order_relaxed);
   if (!result.why.empty()) {
     const std::lock_guard lock(why_mutex_);
     if (why_.empty()) why_ = std::move(result.why);
@@ -184,15 +187,29 @@ void KernelOp::finish(std::list<QueuedFailure>& failures) noexcept {
   failures.splice(failures.end(), failure_slot_);
 }
 
+std::string KernelOp::fission_reason() const {
+  if (task_.checked != nullptr) return "a checked launch never runs a translated twin";
+  if (!task_.fission) return "DEVCTX_CPU_FISSION=0 turned translated twins off";
+  if (const char* declined = declined_.load(std::memory_order_relaxed)) return concat("not translated: ", declined);
+  return "not translated: the kernel's file was not processed by devctx's fission translator (files added with "
+         "devctx_add_kernels are, when the translator is on: see the configure step's 'devctx: fission' line)";
+}
+
 void KernelOp::print_trace() const {
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - trace_start_).count();
   const KernelLaunch& launch = task_.launch;
   std::string path;
   if (launch.block_level) path = "block-level: each for_each_thread phase ran as a loop over the block's threads";
+  else if (translated_blocks_ > 0)
+    path = concat("translated: the kernel's block-level twin ran ",
+                  translated_blocks_ == blocks_ ? std::string("every block")
+                                                : concat(translated_blocks_.load(), " of ", blocks_, " blocks"),
+                  " as loops over its threads between barriers");
   else if (cooperative_blocks_ == 0) path = "plain loop: no thread reached barrier() or a warp operation";
   else
     path = concat("cooperative fibers for ", cooperative_blocks_.load(), " of ", blocks_, " blocks (", why_, ")",
-                  plain_blocks_ > 0 ? concat("; plain loop for the other ", plain_blocks_.load()) : std::string());
+                  plain_blocks_ > 0 ? concat("; plain loop for the other ", plain_blocks_.load()) : std::string(),
+                  "; fibers: ", fission_reason());
   std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %.3f ms from enqueue\n",
                device_label_->c_str(), int(name_.size()), name_.data(), to_string(launch.config.grid_dim).c_str(),
                to_string(launch.config.block_dim).c_str(), launch.config.shared_bytes, path.c_str(), ms);

@@ -133,6 +133,8 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   /// The exception that stopped a part before its blocks ran (no executor), as a failure.
   [[nodiscard]] BlockFailure failure_of_current_exception() const noexcept;
   void print_trace() const;
+  /// Why the launch's cooperative blocks did not run a translated twin (the trace line).
+  [[nodiscard]] std::string fission_reason() const;
 
   // The launch's arguments, copied at enqueue: here when they fit (most kernels': a launch then
   // allocates only its op), else in args_.
@@ -154,6 +156,8 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::atomic<bool> why_known_{false};  // `why_` is set: later parts need not build a reason
   std::atomic<std::uint64_t> cooperative_blocks_{0};
   std::atomic<std::uint64_t> plain_blocks_{0};
+  std::atomic<std::uint64_t> translated_blocks_{0};  // run by the kernel's translated twin
+  std::atomic<const char*> declined_{nullptr};  // why the translator left the kernel on fibers
   bool trace_ = false;  // DEVCTX_TRACE, read at enqueue
   Clock::time_point trace_start_;
   /// Checking mode's part, allocated only when there is one (docs/checking.md): a checked

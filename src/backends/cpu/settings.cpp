@@ -57,6 +57,8 @@ double comm_timeout_seconds() {
                          "seconds a collective waits for the other ranks"));
 }
 
+bool fission_enabled() { return env_flag("DEVCTX_CPU_FISSION", true); }
+
 bool trace_enabled() { return env_flag("DEVCTX_TRACE", false); }
 
 }  // namespace devctx::detail::cpu

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/settings.hpp - the CPU backend's environment settings, all read here:
 // DEVCTX_CPU_THREADS, DEVCTX_CPU_STACK_BYTES, DEVCTX_CPU_SPIN_US, DEVCTX_CPU_DEVICES,
-// DEVCTX_COMM_TIMEOUT_S and DEVCTX_TRACE.
+// DEVCTX_COMM_TIMEOUT_S, DEVCTX_CPU_FISSION and DEVCTX_TRACE.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +32,10 @@ void set_device_count(int count);
 /// DEVCTX_COMM_TIMEOUT_S: how long a collective of CPU devices waits for the other ranks
 /// before it fails (default 300 s).
 [[nodiscard]] double comm_timeout_seconds();
+
+/// DEVCTX_CPU_FISSION: offer the blocks of unchecked launches to kernels' translated twins
+/// (default on; 0 turns it off, docs/cpu-backend.md, "Translated kernels").
+[[nodiscard]] bool fission_enabled();
 
 /// DEVCTX_TRACE: print one line per kernel launch (docs/cpu-backend.md).
 [[nodiscard]] bool trace_enabled();

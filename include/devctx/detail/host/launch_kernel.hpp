@@ -15,6 +15,7 @@
 
 #include <devctx/block.hpp>
 #include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/device/fission.hpp>
 #include <devctx/detail/host/kernel_args.hpp>
 #include <devctx/detail/host/seam.hpp>
 #include <devctx/kernel.hpp>
@@ -101,6 +102,22 @@ inline __attribute__((always_inline)) void promise_checking() {
   if (cpu::in_checked_launch() != Checked) __builtin_unreachable();
 }
 
+/// Runs thread (0, 0, 0) of the current block of an unchecked launch with the block offered to
+/// K's translated twin (include/devctx/detail/device/fission.hpp). Returns whether the twin
+/// took it (and so ran the whole block). A kernel without a twin ignores the offer, which is
+/// withdrawn once the thread returns or the block goes cooperative.
+template <auto K, class... P>
+[[gnu::noinline]] __attribute__((flatten)) bool cpu_run_offered_thread(const void* packed) {
+  promise_checking<false>();
+  const ArgPack<P...>& pack = *static_cast<const ArgPack<P...>*>(packed);
+  using cpu::fission_slot;  // thread_locals by name, never bound to a reference: see cpu_state.hpp
+  fission_slot.offer = reinterpret_cast<cpu::FissionId>(K);
+  cpu::tls.thread_idx = {0, 0, 0};
+  call_kernel<K>(pack, std::index_sequence_for<P...>{});
+  fission_slot.offer = nullptr;
+  return fission_slot.taken;
+}
+
 /// Runs every thread of the current block as a plain loop. If a thread reaches a barrier or a
 /// warp operation, the executor lowers `x_end` (so this loop stops after that thread) and runs
 /// the rest of the block cooperatively.
@@ -110,17 +127,28 @@ __attribute__((flatten)) void cpu_run_block(const void* packed) {
   const ArgPack<P...> pack = *static_cast<const ArgPack<P...>*>(packed);
   using cpu::tls;  // by name, never bound to a reference: see cpu_state.hpp
   const Dim3 dim = tls.block_dim;
+  unsigned x_begin = 0;
+  if constexpr (!Checked) {
+    if (cpu::fission_slot.enabled) {
+      // Fission (docs/cpu-backend.md): thread (0, 0, 0) runs with the block offered to the
+      // kernel's translated twin. When taken, the twin ran the whole block.
+      if (cpu_run_offered_thread<K, P...>(&pack)) return;
+      if (tls.mode != cpu::Mode::plain) return;
+      x_begin = 1;
+    }
+  }
   for (unsigned z = 0; z < dim.z; ++z) {
     for (unsigned y = 0; y < dim.y; ++y) {
       tls.thread_idx.z = z;
       tls.thread_idx.y = y;
       // Storing x again after the call lets the compiler keep it in a register and vectorise.
-      for (unsigned x = 0; x < tls.x_end; ++x) {
+      for (unsigned x = x_begin; x < tls.x_end; ++x) {
         tls.thread_idx.x = x;
         call_kernel<K>(pack, std::index_sequence_for<P...>{});
         if constexpr (Checked) cpu::checked_thread_end();
         tls.thread_idx.x = x;
       }
+      x_begin = 0;
       if (tls.mode != cpu::Mode::plain) return;
     }
   }

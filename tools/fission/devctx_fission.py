@@ -1,0 +1,1075 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tools/fission/devctx_fission.py - the fission translator: writes a copy of a kernel file in
+which every thread-level kernel with barriers that it can prove safe gets a block-level twin
+(loops over the block's threads between barriers) and a prologue that runs the twin when the CPU
+backend offers it the block (docs/cpu-backend.md, "Translated kernels"; docs/internals.md,
+"The fission translator").
+
+    devctx_fission.py --input k.cpp --output gen/k.cpp [--summary s.txt] [--depfile d.d]
+                      [--resource-dir DIR] -- <compiler flags: -I, -D, -std>
+
+It reads the file through libclang's stable C API (PyPI's `libclang` wheel). Whatever it cannot
+prove stays on fibers with a reason (the prologue records it for DEVCTX_TRACE); on any failure -
+no libclang, a parse error, a translation that does not parse again - it writes the original
+file unchanged. It never fails a build: it exits 0 whenever it could write the output.
+"""
+
+import argparse
+import os
+import sys
+import traceback
+
+# Devctx functions whose calls are sync points the translator handles or declines.
+BARRIER = "barrier"
+INDEX_FUNCTIONS = {"thread_idx", "global_idx"}
+UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim"}
+INTEGRAL_KINDS = {"BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG",
+                  "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG"}
+ARITHMETIC_KINDS = INTEGRAL_KINDS | {"FLOAT", "DOUBLE"}
+PASS_THROUGH = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR",
+                "CXX_STATIC_CAST_EXPR"}
+LITERALS = {"INTEGER_LITERAL", "FLOATING_LITERAL", "CXX_BOOL_LITERAL_EXPR", "CHARACTER_LITERAL", "CXX_UNARY_EXPR"}
+IGNORED_CHILDREN = {"TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF"}
+LOOP_KINDS = {"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT", "SWITCH_STMT"}
+
+
+class Decline(Exception):
+    """The kernel stays on fibers; the message says why, in words a user can act on."""
+
+
+def kind(c):
+    return c.kind.name
+
+
+def children(c):
+    return [ch for ch in c.get_children() if kind(ch) not in IGNORED_CHILDREN]
+
+
+def strip(c):
+    while kind(c) in ("UNEXPOSED_EXPR", "PAREN_EXPR"):
+        ch = children(c)
+        if len(ch) != 1:
+            break
+        c = ch[0]
+    return c
+
+
+def qualified(c):
+    """A declaration's enclosing namespaces, outermost first."""
+    names = []
+    p = c.semantic_parent
+    while p is not None and kind(p) != "TRANSLATION_UNIT":
+        names.append(p.spelling)
+        p = p.semantic_parent
+    return list(reversed(names))
+
+
+def devctx_function(c):
+    """The name of the devctx:: function a CALL_EXPR calls, else None."""
+    ref = c.referenced
+    if ref is None or kind(ref) not in ("FUNCTION_DECL", "FUNCTION_TEMPLATE"):
+        return None
+    ns = qualified(ref)
+    return ref.spelling if ns[:1] == ["devctx"] else None
+
+
+class File:
+    def __init__(self, path, data):
+        self.path = path
+        self.data = data
+
+    def text(self, start, end):
+        return self.data[start:end].decode("utf-8")
+
+    def line_of(self, offset):
+        return self.data.count(b"\n", 0, offset) + 1
+
+    def line_start(self, offset):
+        return self.data.rfind(b"\n", 0, offset) + 1
+
+    def stmt_end(self, offset):
+        """`offset` past a following ';' (an expression statement's extent leaves it out)."""
+        i = offset
+        while i < len(self.data) and self.data[i:i + 1] in (b" ", b"\t"):
+            i += 1
+        return i + 1 if self.data[i:i + 1] == b";" else offset
+
+
+class SyncFinder:
+    """Which functions contain sync points (barrier, warp operations), transitively."""
+
+    def __init__(self):
+        self.memo = {}
+
+    def sync_of_call(self, call):
+        """'barrier', a description of another sync point, or None."""
+        ref = call.referenced
+        if ref is None:
+            return None
+        name = devctx_function(call)
+        if name == BARRIER:
+            return "barrier"
+        ns = qualified(ref)
+        if ns[:3] == ["devctx", "detail", "cpu"] and ref.spelling in ("barrier", "warp_publish", "warp_width"):
+            return "barrier" if ref.spelling == "barrier" else "a warp operation"
+        inner = self.function_sync(ref)
+        if inner is None:
+            return None
+        if ns[:1] == ["devctx"]:
+            return f"devctx::{ref.spelling} (a warp operation or block collective)"
+        return f"a call of {ref.spelling}(), which reaches {inner}"
+
+    def function_sync(self, fn, depth=0):
+        key = fn.get_usr() or fn.spelling
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = None  # recursion guard
+        found = None
+        d = fn.get_definition()
+        if d is not None and depth < 8:
+            for c in d.walk_preorder():
+                if kind(c) == "CALL_EXPR" and c.referenced is not None and c.referenced != d:
+                    s = self.sync_of_call_depth(c, depth + 1)
+                    if s is not None:
+                        found = s
+                        break
+        self.memo[key] = found
+        return found
+
+    def sync_of_call_depth(self, call, depth):
+        ref = call.referenced
+        ns = qualified(ref)
+        if ns[:1] == ["devctx"] and ref.spelling == BARRIER:
+            return "barrier"
+        if ns[:3] == ["devctx", "detail", "cpu"] and ref.spelling in ("barrier", "warp_publish", "warp_width"):
+            return "barrier" if ref.spelling == "barrier" else "a warp operation"
+        if kind(ref) not in ("FUNCTION_DECL", "FUNCTION_TEMPLATE", "CXX_METHOD"):
+            return None
+        return self.function_sync(ref, depth)
+
+    def syncs_in(self, cursor):
+        """Every (call, description) sync point in `cursor`."""
+        out = []
+        for c in cursor.walk_preorder():
+            if kind(c) == "CALL_EXPR":
+                s = self.sync_of_call(c)
+                if s is not None:
+                    out.append((c, s))
+        return out
+
+
+class Var:
+    def __init__(self, cursor, stmt, region, index):
+        self.cursor = cursor
+        self.stmt = stmt          # the DECL_STMT item declaring it
+        self.region = region      # the region that declares it
+        self.name = cursor.spelling
+        self.const = cursor.type.is_const_qualified()
+        self.remat = False
+        self.thread_x = False     # initialised with exactly devctx::thread_idx().x
+        self.array = f"devctx_pt_{self.name}_{index}"
+        self.used_in = set()
+
+
+class Region:
+    def __init__(self, index, level_is_last):
+        self.index = index
+        self.items = []         # (cursor list, start offset, end offset)
+        self.range = None       # (begin text, end text) from a guard, else the whole block
+        self.guard_body = None  # the guarded statement when range is set
+        self.last = level_is_last
+
+
+class KernelTranslator:
+    def __init__(self, fn, file, sync, index_module):
+        self.fn = fn
+        self.file = file
+        self.sync = sync
+        self.ci = index_module
+        self.name = fn.spelling
+        self.body = [c for c in fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
+        self.params = [c for c in fn.get_children() if kind(c) == "PARM_DECL"]
+        self.vars = {}          # key -> Var (locals declared at region level)
+        self.uniform_locals = {}  # key -> cursor of block-level uniform locals
+        self.regions = []
+        self.var_count = 0
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def key(self, decl):
+        return (decl.location.offset, decl.spelling)
+
+    def offsets(self, c):
+        return c.extent.start.offset, c.extent.end.offset
+
+    def src(self, c):
+        s, e = self.offsets(c)
+        return self.file.text(s, e)
+
+    def in_main_file(self, c):
+        f = c.extent.start.file
+        return f is not None and os.path.realpath(f.name) == os.path.realpath(self.file.path)
+
+    def binary_op(self, c):
+        """The operator token of a BINARY_OPERATOR / COMPOUND_ASSIGNMENT_OPERATOR."""
+        ch = children(c)
+        if not ch:
+            return None
+        left_end = ch[0].extent.end.offset
+        for t in c.get_tokens():
+            if t.extent.start.offset >= left_end and t.kind.name == "PUNCTUATION":
+                return t.spelling
+        return None
+
+    def unary_op(self, c):
+        toks = list(c.get_tokens())
+        if not toks:
+            return None
+        if toks[0].kind.name == "PUNCTUATION":
+            return toks[0].spelling
+        return toks[-1].spelling
+
+    def is_param(self, decl):
+        return kind(decl) == "PARM_DECL" and any(self.key(p) == self.key(decl) for p in self.params)
+
+    def modified_refs(self, root):
+        """Keys of declarations that `root` assigns, increments, decrements or takes the address of."""
+        out = set()
+
+        def walk(c):
+            k = kind(c)
+            ch = children(c)
+            target = None
+            if k == "BINARY_OPERATOR" and self.binary_op(c) == "=" and ch:
+                target = ch[0]
+            elif k == "COMPOUND_ASSIGNMENT_OPERATOR" and ch:
+                target = ch[0]
+            elif k == "UNARY_OPERATOR" and self.unary_op(c) in ("++", "--", "&") and ch:
+                target = ch[0]
+            if target is not None:
+                t = strip(target)
+                if kind(t) == "DECL_REF_EXPR" and t.referenced is not None:
+                    out.add(self.key(t.referenced))
+            for x in ch:
+                walk(x)
+        walk(root)
+        return out
+
+    # ---- expression classes ------------------------------------------------------------------------
+    def uniform(self, c, allow_thread=False, remat_keys=frozenset()):
+        """Whether `c` has one value for the whole block (or, with allow_thread, is a pure function
+        of the thread index and such values). Returns None when it is, else a reason."""
+        k = kind(c)
+        ch = children(c)
+        if k in LITERALS:
+            return None
+        if k in PASS_THROUGH or k == "CONDITIONAL_OPERATOR":
+            for x in ch:
+                r = self.uniform(x, allow_thread, remat_keys)
+                if r:
+                    return r
+            return None
+        if k == "BINARY_OPERATOR":
+            if self.binary_op(c) in ("=", ","):
+                return "an assignment"
+            for x in ch:
+                r = self.uniform(x, allow_thread, remat_keys)
+                if r:
+                    return r
+            return None
+        if k == "UNARY_OPERATOR":
+            if self.unary_op(c) in ("++", "--", "&", "*"):
+                return "an increment, address or dereference"
+            return self.uniform(ch[0], allow_thread, remat_keys) if ch else None
+        if k == "DECL_REF_EXPR":
+            d = c.referenced
+            if d is None:
+                return f"'{c.spelling}'"
+            dk = kind(d)
+            if dk in ("ENUM_CONSTANT_DECL", "TEMPLATE_NON_TYPE_PARAMETER"):
+                return None
+            if dk == "PARM_DECL" and self.is_param(d):
+                if self.key(d) in self.assigned:
+                    return f"the parameter '{d.spelling}', which the kernel assigns"
+                if d.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+                    return f"the reference parameter '{d.spelling}'"
+                return None
+            if dk == "VAR_DECL":
+                kp = kind(d.semantic_parent) if d.semantic_parent is not None else ""
+                if kp in ("NAMESPACE", "TRANSLATION_UNIT", "STRUCT_DECL", "CLASS_DECL") and d.type.is_const_qualified():
+                    return None
+                if self.key(d) in self.uniform_locals:
+                    return None
+                if allow_thread and self.key(d) in remat_keys:
+                    return None
+                return f"the variable '{d.spelling}'"
+            return f"'{d.spelling}'"
+        if k == "MEMBER_REF_EXPR":
+            ref = c.referenced
+            if ref is not None and kind(ref) == "FIELD_DECL":
+                return self.uniform(ch[0], allow_thread, remat_keys) if ch else "a member"
+            return f"the member '{c.spelling}'"
+        if k == "CALL_EXPR":
+            name = devctx_function(c)
+            if name in UNIFORM_FUNCTIONS and not ch[1:]:
+                return None
+            if allow_thread and name in INDEX_FUNCTIONS and not ch[1:]:
+                return None
+            ref = c.referenced
+            if ref is not None and kind(ref) == "CXX_METHOD" and ref.is_const_method() and ch:
+                # obj.size() on a uniform object: pure.
+                callee = strip(ch[0])
+                if kind(callee) == "MEMBER_REF_EXPR":
+                    objs = children(callee)
+                    if objs and all(self.uniform(x, allow_thread, remat_keys) is None for x in objs + ch[1:]):
+                        return None
+            if allow_thread and name in INDEX_FUNCTIONS:
+                return None
+            if name == "thread_idx" or name == "global_idx":
+                return "the thread index"
+            return f"a call of {c.spelling}()"
+        return f"an expression the translator does not follow ({k.lower()})"
+
+    def is_thread_x(self, c, thread_x_keys):
+        """`c` is devctx::thread_idx().x, or a local initialised with exactly that."""
+        c = strip(c)
+        if kind(c) == "DECL_REF_EXPR" and c.referenced is not None:
+            return self.key(c.referenced) in thread_x_keys
+        if kind(c) == "MEMBER_REF_EXPR" and c.spelling == "x":
+            ch = children(c)
+            if ch:
+                call = strip(ch[0])
+                return kind(call) == "CALL_EXPR" and devctx_function(call) == "thread_idx"
+        return False
+
+    # ---- structure ---------------------------------------------------------------------------------
+    def contains_sync(self, c):
+        return bool(self.sync.syncs_in(c))
+
+    def items_of(self, compound):
+        """The statements of a compound statement, statements from one macro merged."""
+        items = []
+        for c in children(compound):
+            s, e = self.offsets(c)
+            if not self.file.text(s, e).rstrip().endswith((";", "}")):
+                e = self.file.stmt_end(e)
+            if items and s < items[-1][2]:
+                items[-1][0].append(c)
+                items[-1] = (items[-1][0], items[-1][1], max(items[-1][2], e))
+                continue
+            items.append(([c], s, e))
+        return items
+
+    def is_barrier_stmt(self, c):
+        c = strip(c)
+        return kind(c) == "CALL_EXPR" and devctx_function(c) == BARRIER
+
+    def form(self, compound, top):
+        """Block-level nodes of a compound statement: ('region', Region), ('code', text, line),
+        ('loop', header text, line, nodes)."""
+        nodes = []
+        current = None
+        items = self.items_of(compound)
+        for n, (cs, s, e) in enumerate(items):
+            first = cs[0]
+            text = self.file.text(s, e)
+            if len(cs) == 1 and self.is_barrier_stmt(first):
+                current = None
+                continue
+            if text.lstrip().startswith("DEVCTX_SHARED"):
+                if not top:
+                    raise Decline("DEVCTX_SHARED declared inside a loop that contains barrier()")
+                nodes.append(("code", text, self.file.line_of(s)))
+                continue
+            k = kind(first)
+            syncs = self.sync.syncs_in(first) if len(cs) == 1 else [x for c in cs for x in self.sync.syncs_in(c)]
+            if syncs:
+                what = [d for _, d in syncs if d != "barrier"]
+                if what:
+                    raise Decline(f"it uses {what[0]} (not translated yet)")
+                if k in ("FOR_STMT", "WHILE_STMT"):
+                    nodes.append(self.loop(first, s))
+                    current = None
+                    continue
+                if k == "IF_STMT":
+                    raise Decline(f"barrier() inside an if (line {self.file.line_of(s)}; not translated yet)")
+                if k == "DO_STMT":
+                    raise Decline(f"barrier() inside a do-while loop (line {self.file.line_of(s)}; not translated yet)")
+                if k == "COMPOUND_STMT":
+                    raise Decline(f"barrier() inside a nested block {{ }} (line {self.file.line_of(s)})")
+                raise Decline(f"barrier() inside a {k.lower().replace('_stmt', '')} statement "
+                              f"(line {self.file.line_of(s)}), which the translator does not split")
+            # A uniform update of a block-level local (stride /= 2) runs once per block.
+            if len(cs) == 1 and self.uniform_update(first):
+                nodes.append(("code", text, self.file.line_of(s)))
+                current = None
+                continue
+            if current is None:
+                current = Region(len(self.regions), False)
+                self.regions.append(current)
+                nodes.append(("region", current))
+            current.items.append((cs, s, e))
+        return nodes
+
+    def uniform_update(self, c):
+        c = strip(c)
+        k = kind(c)
+        ch = children(c)
+        target = None
+        rhs = None
+        if k == "COMPOUND_ASSIGNMENT_OPERATOR" or (k == "BINARY_OPERATOR" and self.binary_op(c) == "="):
+            target, rhs = ch[0], ch[1]
+        elif k == "UNARY_OPERATOR" and self.unary_op(c) in ("++", "--"):
+            target = ch[0]
+        if target is None:
+            return False
+        t = strip(target)
+        if kind(t) != "DECL_REF_EXPR" or t.referenced is None or self.key(t.referenced) not in self.uniform_locals:
+            return False
+        if rhs is not None and self.uniform(rhs) is not None:
+            raise Decline(f"the block-uniform variable '{t.spelling}' gets a value that is not block-uniform "
+                          f"(line {self.file.line_of(c.extent.start.offset)})")
+        return True
+
+    def loop(self, c, start):
+        line = self.file.line_of(start)
+        ch = children(c)
+        body = ch[-1]
+        if kind(body) != "COMPOUND_STMT":
+            raise Decline(f"the loop at line {line} that contains barrier() has no braces")
+        header = self.file.text(start, body.extent.start.offset).rstrip()
+        parts = ch[:-1]
+        if kind(c) == "FOR_STMT":
+            # libclang leaves out absent parts: place them by the header's semicolons.
+            semis = []
+            depth = 0
+            for t in c.get_tokens():
+                if t.extent.start.offset >= body.extent.start.offset:
+                    break
+                if t.spelling == "(":
+                    depth += 1
+                elif t.spelling == ")":
+                    depth -= 1
+                elif t.spelling == ";" and depth == 1:
+                    semis.append(t.extent.start.offset)
+            if len(semis) != 2:
+                raise Decline(f"the loop at line {line} is not a plain for loop")
+            init = [p for p in parts if p.extent.start.offset < semis[0]]
+            cond = [p for p in parts if semis[0] < p.extent.start.offset < semis[1]]
+            inc = [p for p in parts if p.extent.start.offset > semis[1]]
+            loop_var = None
+            if init:
+                d = init[0]
+                if kind(d) != "DECL_STMT" or len(children(d)) != 1:
+                    raise Decline(f"the loop at line {line} that contains barrier() does not declare one loop variable")
+                v = children(d)[0]
+                vi = children(v)
+                if not vi or self.uniform(vi[-1]) is not None:
+                    raise Decline(f"the loop variable '{v.spelling}' (line {line}) does not start block-uniform: "
+                                  f"{self.uniform(vi[-1]) if vi else 'no initial value'}")
+                loop_var = v
+                self.uniform_locals[self.key(v)] = v
+            for part in cond:
+                r = self.uniform(part)
+                if r is not None:
+                    raise Decline(f"barrier() inside a loop whose condition (line {line}) depends on {r}, which may "
+                                  f"differ between threads")
+            for part in inc:
+                if not self.uniform_update(part) and not (loop_var is None and self.uniform(part) is None):
+                    raise Decline(f"the loop at line {line} that contains barrier() updates something other than a "
+                                  f"block-uniform variable")
+            if loop_var is not None and self.key(loop_var) in self.modified_refs(body):
+                raise Decline(f"the loop variable '{loop_var.spelling}' (line {line}) is changed inside the loop")
+        else:  # WHILE_STMT
+            for part in parts:
+                r = self.uniform(part)
+                if r is not None:
+                    raise Decline(f"barrier() inside a loop whose condition (line {line}) depends on {r}, which may "
+                                  f"differ between threads")
+        return ("loop", header, line, self.form(body, False))
+
+    # ---- analysis ---------------------------------------------------------------------------------
+    def prepare_uniform_locals(self):
+        """Locals declared at the kernel's top level with a block-uniform value that barrier loops'
+        headers read: they become block-level variables of the twin."""
+        header_refs = set()
+        for c in self.body.walk_preorder():
+            if kind(c) in ("FOR_STMT", "WHILE_STMT") and self.contains_sync(c):
+                ch = children(c)
+                for part in ch[:-1]:
+                    for r in part.walk_preorder():
+                        if kind(r) == "DECL_REF_EXPR" and r.referenced is not None:
+                            header_refs.add(self.key(r.referenced))
+        self.block_decls = set()
+        for c in children(self.body):
+            if kind(c) != "DECL_STMT":
+                continue
+            vs = children(c)
+            if len(vs) != 1 or kind(vs[0]) != "VAR_DECL" or self.key(vs[0]) not in header_refs:
+                continue
+            init = children(vs[0])
+            if init and self.uniform(init[-1]) is None:
+                self.uniform_locals[self.key(vs[0])] = vs[0]
+                self.block_decls.add(c.extent.start.offset)
+
+    def analyse(self):
+        for p in self.params:
+            if not p.spelling:
+                raise Decline("a parameter has no name")
+        body_text = self.src(self.body)
+        if any(line.lstrip().startswith("#") for line in body_text.splitlines()[1:]):
+            # The translator sees one configuration; the compiler may see another (-DNDEBUG).
+            raise Decline("preprocessor directives inside the kernel's body")
+        self.assigned = self.modified_refs(self.body)
+        for p in self.params:
+            if self.key(p) in self.assigned:
+                raise Decline(f"the kernel assigns its parameter '{p.spelling}' (each thread has its own copy)")
+        for c in self.body.walk_preorder():
+            k = kind(c)
+            if k in ("GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT", "ASM_STMT", "GCC_ASM_STMT"):
+                raise Decline(f"it uses {k.lower().replace('_stmt', '')} (line {self.file.line_of(c.extent.start.offset)})")
+            if k == "LAMBDA_EXPR" and self.contains_sync(c):
+                raise Decline("barrier() inside a lambda")
+            if k == "VAR_DECL" and c.storage_class.name == "STATIC" and not c.spelling.startswith("devctx_shared_site_"):
+                raise Decline(f"the static local '{c.spelling}' (each stretch between barriers would get its own)")
+        self.prepare_uniform_locals()
+        self.nodes = self.form(self.body, True)
+        # Block-level declarations leave their regions.
+        for r in self.regions:
+            kept = []
+            for it in r.items:
+                if it[1] in self.block_decls:
+                    r.block_prefix = getattr(r, "block_prefix", []) + [it]
+                else:
+                    kept.append(it)
+            r.items = kept
+        self.split_guards()
+        self.check_exits()
+        self.find_vars()
+
+    def last_region(self):
+        """The region after which the kernel has no more barriers, if any."""
+        if self.nodes and self.nodes[-1][0] == "region":
+            return self.nodes[-1][1]
+        return None
+
+    def split_guards(self):
+        """Turns `if (t < U) S` (t = thread_idx().x) into a region over the threads it selects."""
+        thread_x = self.thread_x_keys()
+        new_nodes = self.split_nodes(self.nodes, thread_x)
+        self.nodes = new_nodes
+
+    def thread_x_keys(self):
+        keys = set()
+        for c in children(self.body):
+            if kind(c) != "DECL_STMT":
+                continue
+            for v in children(c):
+                if kind(v) != "VAR_DECL" or not v.type.is_const_qualified():
+                    continue
+                if v.type.get_canonical().kind.name not in INTEGRAL_KINDS:
+                    continue
+                init = children(v)
+                if init and self.is_thread_x(init[-1], set()):
+                    keys.add(self.key(v))
+        return keys
+
+    def guard_range(self, stmt, thread_x):
+        """(begin, end) texts of the thread range an `if` selects, else None."""
+        if kind(stmt) != "IF_STMT":
+            return None
+        ch = children(stmt)
+        if len(ch) != 2:
+            return None
+        cond = strip(ch[0])
+        if kind(cond) != "BINARY_OPERATOR":
+            return None
+        op = self.binary_op(cond)
+        lr = children(cond)
+        if len(lr) != 2 or op not in ("<", "<=", ">", ">=", "=="):
+            return None
+        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
+        if self.is_thread_x(lr[0], thread_x):
+            t, u = lr[0], lr[1]
+        elif self.is_thread_x(lr[1], thread_x):
+            t, u, op = lr[1], lr[0], flip[op]
+        else:
+            return None
+        if self.uniform(u) is not None or u.type.get_canonical().kind.name not in INTEGRAL_KINDS:
+            return None
+        for c in ch[1].walk_preorder():
+            if kind(c) in ("RETURN_STMT", "BREAK_STMT", "CONTINUE_STMT"):
+                return None
+        tt = strip(t)
+        ttype = tt.type.get_canonical().spelling.replace("const ", "") if kind(tt) == "DECL_REF_EXPR" else "unsigned int"
+        ut = self.src(u)
+        f = "::devctx::detail::cpu::fission::"
+        if op == "<":
+            return ("0", f"{f}lt_end<{ttype}>({ut}, devctx_bx)")
+        if op == "<=":
+            return ("0", f"{f}le_end<{ttype}>({ut}, devctx_bx)")
+        if op == ">=":
+            return (f"{f}ge_begin<{ttype}>({ut}, devctx_bx)", "devctx_bx")
+        if op == ">":
+            return (f"{f}le_end<{ttype}>({ut}, devctx_bx)", "devctx_bx")
+        return (f"{f}eq_begin<{ttype}>({ut}, devctx_bx)", f"{f}eq_begin<{ttype}>({ut}, devctx_bx) + 1")
+
+    def split_nodes(self, nodes, thread_x):
+        out = []
+        for node in nodes:
+            if node[0] == "loop":
+                out.append(("loop", node[1], node[2], self.split_nodes(node[3], thread_x)))
+                continue
+            if node[0] != "region":
+                out.append(node)
+                continue
+            r = node[1]
+            for it in getattr(r, "block_prefix", []):
+                out.append(("code", self.file.text(it[1], it[2]), self.file.line_of(it[1])))
+            has_return = any(kind(c) == "RETURN_STMT" for cs, _, _ in r.items for c0 in cs for c in c0.walk_preorder())
+            pieces = []
+            for it in r.items:
+                rng = None if has_return or len(it[0]) != 1 else self.guard_range(it[0][0], thread_x)
+                if rng is not None:
+                    g = Region(0, False)
+                    g.items = [it]
+                    g.range = rng
+                    g.guard_body = children(it[0][0])[1]
+                    pieces.append(g)
+                else:
+                    if not pieces or pieces[-1].range is not None:
+                        pieces.append(Region(0, False))
+                    pieces[-1].items.append(it)
+            for p in pieces:
+                if p.items:
+                    out.append(("region", p))
+        return out
+
+    def all_regions(self, nodes=None, depth=0):
+        for node in (self.nodes if nodes is None else nodes):
+            if node[0] == "region":
+                yield node[1], depth
+            elif node[0] == "loop":
+                yield from self.all_regions(node[3], depth + 1)
+
+    def check_exits(self):
+        regions = list(self.all_regions())
+        for i, (r, depth) in enumerate(regions):
+            for cs, s, _ in r.items:
+                for c0 in cs:
+                    for c in c0.walk_preorder():
+                        k = kind(c)
+                        if k == "RETURN_STMT":
+                            if depth > 0 or i != len(regions) - 1 or self.nodes[-1][0] != "region" or \
+                                    self.nodes[-1][1] is not r:
+                                raise Decline(f"a thread may return (line {self.file.line_of(c.extent.start.offset)}) "
+                                              f"before a later barrier (early exits are not translated yet)")
+                        if k in ("BREAK_STMT", "CONTINUE_STMT") and depth > 0 and not self.nested_loop(c0, c):
+                            raise Decline(f"break or continue out of a loop that contains barrier() "
+                                          f"(line {self.file.line_of(c.extent.start.offset)})")
+
+    def nested_loop(self, root, target):
+        """Whether `target` sits inside a loop or switch within `root`."""
+        def walk(c, inside):
+            if c == target:
+                return inside
+            for x in children(c):
+                r = walk(x, inside or kind(c) in LOOP_KINDS)
+                if r is not None:
+                    return r
+            return None
+        return bool(walk(root, False))
+
+    def find_vars(self):
+        regions = [r for r, _ in self.all_regions()]
+        for i, r in enumerate(regions):
+            r.index = i
+            r.refs = set()
+            for cs, _, _ in r.items:
+                for c0 in cs:
+                    if kind(c0) == "DECL_STMT":
+                        for v in children(c0):
+                            if kind(v) == "VAR_DECL":
+                                self.var_count += 1
+                                self.vars[self.key(v)] = Var(v, (cs, c0), r, self.var_count)
+                    for c in c0.walk_preorder():
+                        if kind(c) == "DECL_REF_EXPR" and c.referenced is not None:
+                            r.refs.add(self.key(c.referenced))
+        self.regions_list = regions
+        live = {k: v for k, v in self.vars.items() if any(k in r.refs and r is not v.region for r in regions)}
+        # Rematerialisable: const, initialised from the thread index and uniform values only.
+        remat = set()
+        changed = True
+        while changed:
+            changed = False
+            for k, v in self.vars.items():
+                if k in remat or not v.const:
+                    continue
+                init = children(v.cursor)
+                if not init or kind(v.stmt[1]) != "DECL_STMT":
+                    continue
+                # A multi-variable declaration is copied whole: every variable in it must qualify.
+                if self.uniform(init[-1], allow_thread=True, remat_keys=frozenset(remat)) is None:
+                    remat.add(k)
+                    changed = True
+        for k in list(remat):
+            decl = self.vars[k].stmt[1]
+            if any(self.key(v) not in remat for v in children(decl) if kind(v) == "VAR_DECL"):
+                remat.discard(k)
+        self.remat = remat
+        for k, v in live.items():
+            if k in remat:
+                v.remat = True
+                continue
+            t = v.cursor.type.get_canonical()
+            base = t.get_pointee().kind.name if t.kind.name == "POINTER" else t.kind.name
+            if base not in ARITHMETIC_KINDS:
+                raise Decline(f"the variable '{v.name}' lives across a barrier and has the type "
+                              f"'{v.cursor.type.spelling}' (only numbers and pointers to them are kept per thread yet)")
+            if self.key(v.cursor) in self.assigned and any(
+                    kind(c) == "UNARY_OPERATOR" and self.unary_op(c) == "&" for c in self.body.walk_preorder()
+                    if any(kind(x) == "DECL_REF_EXPR" and x.referenced is not None and self.key(x.referenced) == k
+                           for x in children(c))):
+                raise Decline(f"the address of '{v.name}' is taken and it lives across a barrier")
+            if not children(v.cursor):
+                raise Decline(f"the variable '{v.name}' lives across a barrier and is declared without a value")
+            decl = v.stmt[1]
+            if len([x for x in children(decl) if kind(x) == "VAR_DECL"]) != 1:
+                raise Decline(f"the variable '{v.name}' lives across a barrier and is declared together with others")
+        self.live = live
+
+    # ---- emission ---------------------------------------------------------------------------------
+    def type_text(self, v):
+        t = v.cursor.type.get_canonical()
+        s = t.spelling
+        for q in ("const ", "volatile "):
+            s = s.replace(q, "", 1) if s.startswith(q) else s
+        if s.endswith(" const"):
+            s = s[: -len(" const")]
+        return s
+
+    def line_directive(self, offset):
+        path = self.file.path.replace("\\", "\\\\").replace('"', '\\"')
+        return f'#line {self.file.line_of(offset)} "{path}"\n'
+
+    def remat_stmts(self, keys):
+        """The declaration statements of rematerialised variables `keys` need, with their
+        dependencies, in source order."""
+        need = set()
+        work = list(keys)
+        while work:
+            k = work.pop()
+            if k in need or k not in self.remat:
+                continue
+            need.add(k)
+            v = self.vars[k]
+            for c in v.stmt[1].walk_preorder():
+                if kind(c) == "DECL_REF_EXPR" and c.referenced is not None:
+                    work.append(self.key(c.referenced))
+            for other in children(v.stmt[1]):
+                if kind(other) == "VAR_DECL":
+                    work.append(self.key(other))
+        stmts = {}
+        for k in need:
+            d = self.vars[k].stmt[1]
+            stmts[d.extent.start.offset] = d
+        return [stmts[o] for o in sorted(stmts)]
+
+    def emit_region(self, r, indent):
+        pad = " " * indent
+        own = {k for k, v in self.vars.items() if v.region is r}
+        used = r.refs if r.range is None else {self.key(c.referenced) for c in r.guard_body.walk_preorder()
+                                               if kind(c) == "DECL_REF_EXPR" and c.referenced is not None}
+        foreign = [k for k in used if k in self.vars and k not in own]
+        remats = self.remat_stmts([k for k in foreign if k in self.remat])
+        loads = [self.live[k] for k in foreign if k in self.live and not self.live[k].remat]
+        loads.sort(key=lambda v: v.cursor.extent.start.offset)
+        stores = [v for v in self.live.values() if not v.remat and (v.region is r or v in loads) and not v.const]
+        stores += [v for v in self.live.values() if not v.remat and v.region is r and v.const]
+        uses_rank = bool(loads or stores)
+        # Parameters and block-uniform variables by value: a region may not change them.
+        caps = sorted({self.vars_name(k) for k in used if self.captured_by_value(k)})
+        cap = "&" + "".join(", " + c for c in caps)
+        begin, end = r.range if r.range is not None else ("0", "devctx_bx")
+        rank = "[[maybe_unused]] std::size_t devctx_rank" if not uses_rank else "std::size_t devctx_rank"
+        out = [f"{pad}::devctx::detail::cpu::fission::threads({begin}, {end}, [{cap}]({rank}) {{\n"]
+        for d in remats:
+            out.append(self.line_directive(d.extent.start.offset))
+            out.append(f"{pad}  [[maybe_unused]] {self.src(d)}\n")
+        for v in loads:
+            q = "const " if v.const else ""
+            out.append(f"{pad}  {q}{self.type_text(v)} {v.name} = {v.array}[devctx_rank];\n")
+        if r.range is not None:
+            b = r.guard_body
+            out.append(self.line_directive(b.extent.start.offset))
+            e = b.extent.end.offset
+            if kind(b) != "COMPOUND_STMT":
+                e = self.file.stmt_end(e)
+            out.append(f"{pad}  {self.file.text(b.extent.start.offset, e)}\n")
+        else:
+            for cs, s, e in r.items:
+                out.append(self.line_directive(s))
+                # A declaration whose variables the region itself may not use (row, col above a
+                # barrier): no unused-variable warning.
+                mu = "[[maybe_unused]] " if len(cs) == 1 and kind(cs[0]) == "DECL_STMT" and children(cs[0]) and all(
+                    kind(v) == "VAR_DECL" for v in children(cs[0])) else ""
+                out.append(f"{pad}  {mu}{self.file.text(s, e)}\n")
+        for v in stores:
+            out.append(f"{pad}  {v.array}[devctx_rank] = {v.name};\n")
+        out.append(f"{pad}}});\n")
+        return "".join(out)
+
+    def vars_name(self, k):
+        return k[1]
+
+    def captured_by_value(self, k):
+        if k in self.uniform_locals:
+            return True
+        return any(self.key(p) == k for p in self.params)
+
+    def emit_nodes(self, nodes, indent):
+        pad = " " * indent
+        out = []
+        for node in nodes:
+            if node[0] == "region":
+                out.append(self.emit_region(node[1], indent))
+            elif node[0] == "code":
+                out.append(f'#line {node[2]} "{self.file.path}"\n')
+                out.append(f"{pad}{node[1].strip()}\n")
+            else:
+                out.append(f'#line {node[2]} "{self.file.path}"\n')
+                out.append(f"{pad}{node[1]} {{\n")
+                out.append(self.emit_nodes(node[3], indent + 2))
+                out.append(f"{pad}}}\n")
+        return "".join(out)
+
+    def twin_name(self):
+        return f"{self.name}__devctx_twin"
+
+    def emit_twin(self):
+        if self.params:
+            ptext = self.file.text(self.params[0].extent.start.offset, self.params[-1].extent.end.offset)
+        else:
+            ptext = ""
+        out = ["#if !defined(__CUDA_ARCH__)\n",
+               f"// The block-level twin of {self.name} (devctx fission translator; docs/cpu-backend.md).\n",
+               f"static inline void {self.twin_name()}({ptext}) {{\n",
+               "  const std::size_t devctx_bx = ::devctx::detail::cpu::tls.block_dim.x;\n"]
+        for v in sorted(self.live.values(), key=lambda v: v.cursor.extent.start.offset):
+            if not v.remat:
+                out.append(f"  {self.type_text(v)}* const {v.array} = "
+                           f"::devctx::detail::cpu::fission::per_thread<{self.type_text(v)}>();\n")
+        out.append(self.emit_nodes(self.nodes, 2))
+        out.append("}\n#endif\n")
+        return "".join(out)
+
+    def prologue(self):
+        args = ", ".join(p.spelling for p in self.params)
+        return ("\n#if !defined(__CUDA_ARCH__)\n"
+                f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name})) [[unlikely]] {{\n"
+                f"    {self.twin_name()}({args});\n"
+                "    return;\n"
+                "  }\n"
+                "#endif\n")
+
+
+def decline_prologue(name, reason):
+    r = reason.replace("\\", "\\\\").replace('"', '\\"')
+    return ("\n#if !defined(__CUDA_ARCH__)\n"
+            f"  ::devctx::detail::cpu::decline_fission_offer(&{name}, \"{r}\");\n"
+            "#endif\n")
+
+
+def is_kernel(fn, file):
+    """A DEVCTX_KERNEL function defined in the file itself."""
+    if fn.location.file is None or os.path.realpath(fn.location.file.name) != os.path.realpath(file.path):
+        return False
+    start = fn.extent.start.offset
+    name_at = fn.location.offset
+    lo = max(file.data.rfind(b";", 0, start), file.data.rfind(b"}", 0, start), file.data.rfind(b"{", 0, start))
+    return b"DEVCTX_KERNEL" in file.data[lo + 1:name_at]
+
+
+def translate(path, flags, resource_dir, out_path):
+    import clang.cindex as ci
+    data = open(path, "rb").read()
+    file = File(os.path.abspath(path), data)
+    args = ["-x", "c++", "-std=c++20", "-Wall", "-Wextra", "-Wshadow"] + flags
+    if resource_dir:
+        args += ["-resource-dir", resource_dir]
+    index = ci.Index.create()
+    tu = index.parse(path, args=args)
+    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    if errors:
+        return data, [("error", "", f"libclang could not parse the file: {errors[0]}")], []
+    deps = sorted({inc.include.name for inc in tu.get_includes()})
+    sync = SyncFinder()
+    by_name = {}
+    kernels = []
+    templates = []
+    def main_file_decls(parent):
+        for c in parent.get_children():
+            f = c.location.file
+            if f is None or os.path.realpath(f.name) != os.path.realpath(file.path):
+                continue
+            yield c
+            if kind(c) in ("NAMESPACE", "LINKAGE_SPEC", "UNEXPOSED_DECL"):
+                yield from main_file_decls(c)
+
+    for c in main_file_decls(tu.cursor):
+        k = kind(c)
+        if k == "FUNCTION_DECL" and c.is_definition() and is_kernel(c, file):
+            kernels.append(c)
+        elif k == "FUNCTION_TEMPLATE" and c.is_definition() and is_kernel(c, file):
+            templates.append(c)
+        if k in ("FUNCTION_DECL", "FUNCTION_TEMPLATE") and c.location.file is not None:
+            by_name.setdefault((c.semantic_parent.get_usr() if c.semantic_parent else "", c.spelling), set()).add(
+                c.get_usr())
+    inserts = []  # (offset, text)
+    results = []
+    for t in templates:
+        body = [c for c in t.get_children() if kind(c) == "COMPOUND_STMT"]
+        if body and sync.syncs_in(body[0]):
+            results.append(("fibers", t.spelling, "a template kernel (not translated yet)"))
+    for fn in kernels:
+        body = [c for c in fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
+        syncs = sync.syncs_in(body)
+        if not syncs:
+            continue  # no barrier: the plain loop runs it
+        params = [c for c in fn.get_children() if kind(c) == "PARM_DECL"]
+        if params and "devctx::Block" in params[0].type.get_canonical().spelling:
+            continue
+        overloaded = len(by_name.get((fn.semantic_parent.get_usr() if fn.semantic_parent else "", fn.spelling),
+                                     ())) > 1
+        body_text = file.text(body.extent.start.offset, body.extent.end.offset)
+        if "take_fission_offer" in body_text or "decline_fission_offer" in body_text:
+            results.append(("hand", fn.spelling, "its prologue is written by hand"))
+            continue
+        brace = body.extent.start.offset + 1
+        kt = KernelTranslator(fn, file, sync, ci)
+        try:
+            if overloaded:
+                raise Decline("the kernel's name is overloaded")
+            kt.analyse()
+            twin = kt.emit_twin()
+            line_start = file.line_start(fn.extent.start.offset)
+            # The kernel declared first when its body names it (the twin copies that code).
+            names_itself = any(kind(c) == "DECL_REF_EXPR" and c.referenced is not None and
+                               c.referenced.get_usr() == fn.get_usr() for c in body.walk_preorder())
+            proto = file.text(line_start, body.extent.start.offset).rstrip() + ";\n" if names_itself else ""
+            inserts.append((line_start, proto + twin + f'#line {file.line_of(line_start)} "{file.path}"\n'))
+            inserts.append((brace, kt.prologue() + f'#line {file.line_of(brace)} "{file.path}"\n'))
+            results.append(("translated", fn.spelling, ""))
+        except Decline as e:
+            results.append(("fibers", fn.spelling, str(e)))
+            if not overloaded:
+                inserts.append((brace, decline_prologue(fn.spelling, str(e)) +
+                                f'#line {file.line_of(brace)} "{file.path}"\n'))
+    if not inserts:
+        return data, results, deps
+    out = bytearray()
+    pos = 0
+    for off, text in sorted(inserts, key=lambda x: x[0]):
+        out += data[pos:off]
+        out += text.encode("utf-8")
+        pos = off
+    out += data[pos:]
+    header = f'#line 1 "{file.path}"\n'.encode("utf-8")
+    generated = header + bytes(out)
+    # The translation must parse again, else the file is compiled as it was.
+    tu2 = index.parse(out_path, args=args + ["-iquote", os.path.dirname(file.path)],
+                      unsaved_files=[(out_path, generated.decode("utf-8"))])
+    errors = [d for d in tu2.diagnostics if d.severity >= ci.Diagnostic.Error]
+    # No new warnings either (builds use -Werror): the twins' are reported at the kernel's lines.
+    # Compared by text, as a twin's copies of a statement carry its original line.
+    from collections import Counter
+
+    def warnings(unit):
+        return Counter(d.spelling for d in unit.diagnostics if d.severity == ci.Diagnostic.Warning)
+    new_warnings = sorted((warnings(tu2) - warnings(tu)).keys())
+    if new_warnings and not errors:
+        errors = [f"warning: {new_warnings[0]}"]
+    if errors:
+        return data, [("error", "", f"the translated file did not parse ({errors[0]}); compiled as written")] + \
+            [("fibers", n, "the translated file did not parse") for s, n, _ in results if s == "translated"], deps
+    return generated, results, deps
+
+
+def guarded(argv):
+    """Runs the translation in a child process: if libclang crashes or hangs, the original file is
+    written instead and the build goes on."""
+    import shutil
+    import subprocess
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--input", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--summary")
+    p.add_argument("--depfile")
+    a, _ = p.parse_known_args(argv)
+    why = None
+    try:
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child"] + argv, timeout=600)
+        if r.returncode != 0:
+            why = f"the translator stopped with status {r.returncode}"
+    except Exception as e:  # a timeout, or no way to start it
+        why = f"the translator did not finish ({type(e).__name__})"
+    if why is None and os.path.exists(a.output):
+        return 0
+    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
+    shutil.copyfile(a.input, a.output)
+    if a.summary:
+        with open(a.summary, "w") as f:
+            f.write(f"error\t\t{why or 'no output'}\n")
+    if a.depfile:
+        with open(a.depfile, "w") as f:
+            f.write(f"{a.output}: {os.path.abspath(a.input)}\n")
+    return 0
+
+
+def main():
+    if "--child" not in sys.argv[1:]:
+        return guarded(sys.argv[1:])
+    sys.argv.remove("--child")
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--input", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--summary")
+    p.add_argument("--depfile")
+    p.add_argument("--resource-dir", default="")
+    p.add_argument("flags", nargs=argparse.REMAINDER)
+    a = p.parse_args()
+    flags = [f for f in a.flags if f != "--" and f not in ("-I", "-D")]
+    data = None
+    deps = []
+    try:
+        data, results, deps = translate(a.input, flags, a.resource_dir, a.output)
+    except Exception as e:  # never fail the build: the original file is compiled
+        results = [("error", "", f"the translator failed ({type(e).__name__}: {e})")]
+        if os.environ.get("DEVCTX_FISSION_DEBUG"):
+            traceback.print_exc()
+    if data is None:
+        data = open(a.input, "rb").read()
+    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
+    old = open(a.output, "rb").read() if os.path.exists(a.output) else None
+    if old != data:
+        with open(a.output, "wb") as f:
+            f.write(data)
+    else:
+        os.utime(a.output)
+    if a.summary:
+        with open(a.summary, "w") as f:
+            for state, name, why in results:
+                f.write(f"{state}\t{name}\t{why}\n")
+    if a.depfile:
+        def esc(s):
+            return s.replace(" ", "\\ ")
+        with open(a.depfile, "w") as f:
+            f.write(esc(a.output) + ": " + " \\\n  ".join(esc(d) for d in [os.path.abspath(a.input)] + deps) + "\n")
+    if os.environ.get("DEVCTX_FISSION_VERBOSE"):
+        for state, name, why in results:
+            print(f"devctx fission: {os.path.basename(a.input)}: {name}: {state} {why}".rstrip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
