@@ -13,6 +13,7 @@
 
 #include <malloc.h>
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -498,6 +499,35 @@ TEST(CpuAddressSpace, OutOfMemoryNamesTheLimitThatApplied) {
       round_trip_4k(ctx, rng);
     });
   }
+}
+
+// ================================================================================================
+// Found by the differential fuzzer on the H200's host (vm.overcommit_memory=1): a 16 TiB host
+// buffer on the CPU device was "allocated" (malloc promised the address space) instead of
+// refused. A buffer larger than the machine's memory and swap together is out_of_memory
+// whatever the kernel's overcommit setting.
+// ================================================================================================
+
+TEST(CpuAddressSpace, ABufferLargerThanMemoryAndSwapIsRefusedUnderAnyOvercommitSetting) {
+  struct sysinfo info {};
+  ASSERT_EQ(sysinfo(&info), 0);
+  const std::size_t backable = (std::size_t(info.totalram) + info.totalswap) * info.mem_unit;
+  DeviceContext ctx{Api::cpu};
+  auto rng = devctx_test::test_rng();
+  for (const std::size_t bytes : {backable + 4096, 2 * backable, std::size_t{1} << 44}) {
+    if (bytes <= backable) continue;
+    for (const bool host : {false, true}) {
+      const auto e = error_of([&] {
+        if (host) (void)ctx.enqueue_create_host_buffer<char>(bytes);
+        else (void)ctx.enqueue_create_buffer<char>(bytes);
+      });
+      ASSERT_TRUE(e) << bytes << " bytes were allocated";
+      EXPECT_EQ(e->code(), Errc::out_of_memory) << e->what();
+      EXPECT_THAT(e->what(), HasSubstr("more than the machine's memory and swap together"));
+      EXPECT_THAT(e->what(), HasSubstr(host ? "enqueue_create_host_buffer" : "enqueue_create_buffer"));
+    }
+  }
+  round_trip_4k(ctx, rng);  // nothing was enqueued; the device is usable
 }
 
 // ================================================================================================

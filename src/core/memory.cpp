@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -41,6 +42,15 @@ std::size_t host_memory_bytes() noexcept {
   const long page_bytes = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page_bytes <= 0) return 0;
   return checked_mul(std::size_t(pages), std::size_t(page_bytes)).value_or(0);
+}
+
+std::size_t host_backable_bytes() noexcept {
+  struct sysinfo s {};
+  if (sysinfo(&s) != 0 || s.mem_unit == 0) return 0;
+  const auto ram = checked_mul(std::size_t(s.totalram), std::size_t(s.mem_unit));
+  const auto swap = checked_mul(std::size_t(s.totalswap), std::size_t(s.mem_unit));
+  if (!ram || !swap) return 0;
+  return checked_add(*ram, *swap).value_or(0);
 }
 
 /// MemAvailable of /proc/meminfo (what the kernel can hand out without swapping, page cache

@@ -28,6 +28,9 @@ inline constexpr std::size_t kMaxAllocationBytes = std::size_t{1} << 62;
 
 /// The host's physical memory in bytes; 0 when the system does not say.
 [[nodiscard]] std::size_t host_memory_bytes() noexcept;
+/// The machine's memory and swap together (sysinfo), 0 when unknown: no single host allocation
+/// larger than this can ever be backed, whatever the kernel's overcommit setting lets malloc promise.
+[[nodiscard]] std::size_t host_backable_bytes() noexcept;
 /// What limits this process's host memory, for an out-of-memory message about an allocation of
 /// `request` bytes (0: unknown): the limit that applied when one is set below the machine's
 /// memory, with what is in use under it (the address-space limit RLIMIT_AS, `ulimit -v`; the

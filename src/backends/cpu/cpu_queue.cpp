@@ -201,10 +201,17 @@ void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq,
 void* CpuQueue::allocate(std::size_t bytes, MemKind kind) {
   const std::size_t align = bytes >= (std::size_t{1} << 20) ? 4096 : 64;
   const std::size_t rounded = std::max<std::size_t>((bytes + align - 1) / align * align, align);
+  // With overcommit (vm.overcommit_memory=1, common on GPU hosts) malloc promises any size the
+  // address space holds; a buffer larger than memory and swap together would fault when touched.
+  const std::size_t backable = host_backable_bytes();
+  if (backable != 0 && bytes > backable)
+    fail(Errc::out_of_memory, allocation_operation(kind), " on ", device().label(), ": cannot allocate ",
+         bytes_text(bytes), ": more than the machine's memory and swap together (", bytes_text(backable),
+         "), so no single buffer of this size can ever be backed");
   void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr)
-    fail(Errc::out_of_memory, kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer", " on ",
-         device().label(), ": cannot allocate ", bytes_text(bytes), "; ", host_memory_text(bytes));
+    fail(Errc::out_of_memory, allocation_operation(kind), " on ", device().label(), ": cannot allocate ",
+         bytes_text(bytes), "; ", host_memory_text(bytes));
   if (checking() && kind == MemKind::device) {
     // Checking mode tells a written element from one only read by its change of value, and
     // reports reads of bytes nothing wrote (docs/checking.md).
