@@ -145,7 +145,7 @@ TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
 TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
   const Recorded r = record_program(ctx(), rng);
   ASSERT_TRUE(r.program.values_ok) << r.program.first_bad;
-  const std::string path = testing::TempDir() + "devctx_trace_test.json";
+  const std::string path = testing::TempDir() + "devctx_trace_test_" + std::to_string(::getpid()) + ".json";
   devctx::trace::write(path);
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
@@ -589,7 +589,7 @@ TEST_P(Traced, TheFileAndTheReportAreTheSameUnderACommaDecimalLocale) {
     ASSERT_STREQ(probe, "1,5");  // the locale is in force: printf would write a comma
     json_text = devctx::trace::to_json(r.ops);
     report_text = devctx::trace::to_string(devctx::trace::summarize(r.ops));
-    const std::string path = testing::TempDir() + "devctx_trace_locale.json";
+    const std::string path = testing::TempDir() + "devctx_trace_locale_" + std::to_string(::getpid()) + ".json";
     devctx::trace::write(path);
     std::ifstream in(path);
     file_text.assign(std::istreambuf_iterator<char>(in), {});
@@ -624,7 +624,10 @@ std::string read_file(const std::string& path) {
 
 /// Runs the probe program with `args`, its environment this process's plus `env`.
 ProbeRun run_probe(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  const std::string out = testing::TempDir() + "devctx_probe_out.txt", err = testing::TempDir() + "devctx_probe_err.txt";
+  // Named by this process: ctest runs the cpu and cuda entries of this program at once.
+  const std::string tag = std::to_string(::getpid());
+  const std::string out = testing::TempDir() + "devctx_probe_out_" + tag + ".txt",
+                    err = testing::TempDir() + "devctx_probe_err_" + tag + ".txt";
   std::vector<std::string> argv_s = {DEVCTX_TRACE_STREAM_PROBE};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<std::string> env_s = env;
@@ -708,7 +711,7 @@ void expect_complete_probe_trace(const std::string& path, const std::string& out
 }
 
 TEST(TraceFile, IsStreamedCompleteAndValid) {
-  const std::string path = testing::TempDir() + "devctx_stream_probe.json";
+  const std::string path = testing::TempDir() + "devctx_stream_probe_" + std::to_string(::getpid()) + ".json";
   const ProbeRun run = run_probe({"--threads", "4", "--rounds", "1500"}, {"DEVCTX_TRACE_FILE=" + path});
   ASSERT_EQ(run.status, 0) << run.out << run.err;
   expect_complete_probe_trace(path, run.out);
@@ -718,7 +721,7 @@ TEST(TraceFile, IsStreamedCompleteAndValid) {
 TEST(TraceFile, IsValidUnderACommaDecimalLocale) {
   // Before: a program that called setlocale(LC_ALL, "") under such a locale got "ts":12,345.
   DEVCTX_NEED_COMMA_LOCALE();
-  const std::string path = testing::TempDir() + "devctx_stream_probe_locale.json";
+  const std::string path = testing::TempDir() + "devctx_stream_probe_locale_" + std::to_string(::getpid()) + ".json";
   const ProbeRun run = run_probe({"--threads", "2", "--rounds", "300", "--locale", comma_locale().name},
                                  {"DEVCTX_TRACE_FILE=" + path, "LOCPATH=" + comma_locale().locpath, "DEVCTX_REPORT=1"});
   ASSERT_EQ(run.status, 0) << run.out << run.err;
