@@ -164,9 +164,11 @@ int run_demo(const DemoOptions& o) {
   }
   std::printf("PASSED: all %zu elements and %u block sums match the host reference\n", n, blocks);
   if (ctx.api() == devctx::Api::cpu && !o.block_level)
-    std::printf("\nnote: on the CPU backend a kernel with barriers (block_sum) switches between its threads at\n"
-                "every barrier; the same reduction written in the block-level form runs far faster here and\n"
-                "unchanged on a GPU: try `devctx demo --block-level` (docs/guide.md, \"The block-level kernel form\").\n");
+    std::printf("\nnote: on the CPU backend a kernel with barriers (block_sum) runs as loops over its threads when\n"
+                "the build's fission translator gave it a block-level twin (DEVCTX_TRACE=1 says, per kernel,\n"
+                "\"translated\" or why not); otherwise its threads switch at every barrier, far more slowly. The\n"
+                "block-level form written by hand is fast either way, and unchanged on a GPU: try\n"
+                "`devctx demo --block-level` (docs/cpu-backend.md; docs/guide.md, \"The block-level kernel form\").\n");
   return Exit::ok;
 }
 
