@@ -36,7 +36,8 @@ class DevctxConan(ConanFile):
 
     def export_sources(self):
         root = os.path.join(self.recipe_folder, SOURCE_ROOT)
-        for pattern in ("CMakeLists.txt", "cmake/*", "include/*", "src/*", "LICENSE", "README.md", "CHANGELOG.md"):
+        for pattern in ("CMakeLists.txt", "cmake/*", "include/*", "src/*", "tools/fission/*", "LICENSE", "README.md",
+                        "CHANGELOG.md"):
             copy(self, pattern, src=root, dst=self.export_sources_folder)
 
     def config_options(self):
