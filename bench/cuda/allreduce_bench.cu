@@ -13,7 +13,7 @@
 // the end of a synchronize of every GPU, over enough calls to last milliseconds; medians of 7
 // trials. devctx's result is checked once per size. Exit status: 77 without a GPU or without
 // NCCL, 1 when a result is wrong, 3 with --strict when a target is missed, else 0.
-// tools/gpu-check.sh runs it (step `allreduce`).
+// scripts/gpu-check.sh runs it (step `allreduce`).
 #include <devctx/devctx.hpp>
 
 #include "raw_cuda.hpp"

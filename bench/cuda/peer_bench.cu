@@ -9,7 +9,7 @@
 // Method: warm-ups first; host wall time from the first enqueue to the end of a synchronize, over
 // enough copies to last milliseconds; medians of 7 trials. Each devctx copy's result is checked
 // once. Exit status: 77 with fewer than two GPUs, 1 when a result is wrong, 3 with --strict when
-// the target is missed, else 0. tools/gpu-check.sh runs it when two GPUs are present.
+// the target is missed, else 0. scripts/gpu-check.sh runs it when two GPUs are present.
 //
 // The all-reduce half of the issue's benchmark is bench/cuda/allreduce_bench.cu.
 #include <devctx/devctx.hpp>

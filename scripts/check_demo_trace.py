@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""tools/check_demo_trace.py DEVCTX_TOOL OUTDIR [DEMO ARGS...] - the trace's device times against
-the demo's own CUDA-event timings (tools/gpu-check.sh runs it on the GPU; it works on the CPU too).
+"""scripts/check_demo_trace.py DEVCTX_TOOL OUTDIR [DEMO ARGS...] - the trace's device times against
+the demo's own CUDA-event timings (scripts/gpu-check.sh runs it on the GPU; it works on the CPU too).
 
 Runs `devctx demo` with DEVCTX_TRACE_FILE, then compares, for the timed (second) run, each step
 the demo prints (upload, the three kernels, download; timed by the demo with its own events) with
