@@ -275,7 +275,7 @@ elif [[ -x $BENCH ]]; then
 else
   skip "cuda benchmark" "devctx_bench_cuda not built"
 fi
-FIBER_BENCH=$BUILD/bench/cpu/devctx_bench_fiber_switch
+FIBER_BENCH=$BUILD/bench/internal/devctx_bench_fiber_switch
 if skipped fiber-bench; then skip "fiber switch benchmark" "GPU_CHECK_SKIP"
 elif [[ -x $FIBER_BENCH ]]; then
   step "fiber switch: assembly vs Boost.Context" bench-fiber.log "$FIBER_BENCH" --reps 9 --switches 5000000

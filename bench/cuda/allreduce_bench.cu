@@ -11,27 +11,28 @@
 // With one GPU an all-reduce moves nothing: the run then measures only the cost of a call (the
 // bandwidth columns say "n/a"). Method: warm-ups first; host wall time from the first call to
 // the end of a synchronize of every GPU, over enough calls to last milliseconds; medians of 7
-// trials. devctx's result is checked once per size. Exit status: 77 without a GPU or without
+// trials (--trials). devctx's result is checked once per size. Exit status: 77 without a GPU or without
 // NCCL, 1 when a result is wrong, 3 with --strict when a target is missed, else 0.
 // scripts/gpu-check.sh runs it (step `allreduce`).
 #include <devctx/devctx.hpp>
-
-#include "raw_cuda.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <vector>
 
+#include "support/args.hpp"
+#include "support/clock.hpp"
+#include "support/raw_cuda.hpp"
+#include "support/stats.hpp"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using devctx_bench::Clock;
 
 void nccl_check(ncclResult_t s, const char* what) {
   if (s != ncclSuccess) {
@@ -43,20 +44,25 @@ void nccl_check(ncclResult_t s, const char* what) {
 
 using devctx_bench::median;
 
-/// Seconds per call of `calls` calls of `once` (every rank's part), then `sync`; median of 7.
+/// Seconds per call of `calls` calls of `once` (every rank's part), then `sync`, added to `samples`.
 double per_call(const std::function<void()>& once, const std::function<void()>& sync, int calls,
                 std::vector<double>& samples) {
   const auto start = Clock::now();
   for (int i = 0; i < calls; ++i) once();
   sync();
-  samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
+  samples.push_back(devctx_bench::seconds_since(start) / calls);
   return samples.back();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const bool strict = argc > 1 && std::strcmp(argv[1], "--strict") == 0;
+  bool strict = false;
+  int trials = 7;
+  devctx_bench::Args args("devctx_bench_allreduce", "All-reduce on GPUs: devctx's Communicator against ncclAllReduce");
+  args.flag("--strict", strict, "Exit status 3 when a target is missed");
+  args.option("--trials", trials, "Alternating trials per size (median reported)", 1, 1000);
+  args.parse(argc, argv);
   const int n = devctx::DeviceContext::count(devctx::Api::cuda);
   if (n == 0) {
     std::printf("devctx_bench_allreduce: no GPU; nothing to measure\n");
@@ -142,7 +148,7 @@ int main(int argc, char** argv) try {
 
   bool wrong = false, missed = false;
   const double bus = n > 1 ? 2.0 * (n - 1) / n : 0.0;
-  std::printf("\nall-reduce, float sum in place, %d rank(s); bus bandwidth GB/s (medians of 7)\n", n);
+  std::printf("\nall-reduce, float sum in place, %d rank(s); bus bandwidth GB/s (medians of %d)\n", n, trials);
   std::printf("%10s %8s %12s %12s %8s\n", "size", "calls", "devctx", "NCCL", "ratio");
   for (std::size_t bytes = std::size_t(1) << 20; bytes <= max_bytes; bytes *= 2) {
     const std::size_t count = bytes / sizeof(float);
@@ -151,7 +157,7 @@ int main(int argc, char** argv) try {
     const std::function<void()> d = devctx_once(count), w = raw_once(count);
     d(), devctx_sync(), w(), raw_sync();  // warm-ups
     std::vector<double> ds, ws;
-    for (int t = 0; t < 7; ++t) {
+    for (int t = 0; t < trials; ++t) {
       per_call(d, devctx_sync, calls, ds);
       per_call(w, raw_sync, calls, ws);
     }
@@ -166,7 +172,7 @@ int main(int argc, char** argv) try {
     }
   }
 
-  std::printf("\nsmall all-reduces: time per call, us (medians of 7 x 1000 calls)\n");
+  std::printf("\nsmall all-reduces: time per call, us (medians of %d x 1000 calls)\n", trials);
   std::printf("%10s %12s %12s %12s\n", "size", "devctx", "NCCL", "difference");
   for (const std::size_t bytes : {std::size_t(8), std::size_t(4096)}) {
     const std::size_t count = bytes / sizeof(float);
@@ -175,7 +181,7 @@ int main(int argc, char** argv) try {
     for (int i = 0; i < 50; ++i) d(), w();
     devctx_sync(), raw_sync();
     std::vector<double> ds, ws;
-    for (int t = 0; t < 7; ++t) {
+    for (int t = 0; t < trials; ++t) {
       per_call(d, devctx_sync, 1000, ds);
       per_call(w, raw_sync, 1000, ws);
     }

@@ -26,8 +26,6 @@
 // Medians (min-max) of several rounds; GB/s are 10^9 bytes per second of the bytes moved once.
 #include <devctx/devctx.hpp>
 
-#include "raw_cuda.hpp"
-
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -49,27 +47,24 @@
 #include <thread>
 #include <vector>
 
+#include "support/args.hpp"
+#include "support/clock.hpp"
+#include "support/raw_cuda.hpp"
+#include "support/stats.hpp"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using devctx_bench::Clock;
+using devctx_bench::seconds_since;
 using Byte = unsigned char;
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-struct Stats {
-  double median = 0, low = 0, high = 0;
-};
-
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
-}
+using Stats = devctx_bench::Spread;
+Stats stats(const std::vector<double>& v) { return devctx_bench::spread(v); }
 
 std::string show(const Stats& s) {
   char text[64];
-  std::snprintf(text, sizeof text, "%6.2f (%5.1f-%5.1f)", s.median, s.low, s.high);
+  std::snprintf(text, sizeof text, "%6.2f (%5.1f-%5.1f)", s.median, s.min, s.max);
   return text;
 }
 
@@ -171,18 +166,15 @@ struct Env {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::size_t n = 256 * kMiB;
+  std::size_t mib = 256;
   int rounds = 9;
   std::string parts = "1,2,2b,3,4";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--mib") == 0 && i + 1 < argc) n = std::strtoull(argv[++i], nullptr, 10) * kMiB;
-    else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::atoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--parts") == 0 && i + 1 < argc) parts = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--mib N] [--rounds R] [--parts 1,2,2b,3,4]\n", argv[0]);
-      return 2;
-    }
-  }
+  devctx_bench::Args args("devctx_bench_upload_probe", "What bounds one large pageable upload: the parts 1, 2, 2b, 3 and 4");
+  args.option("--mib", mib, "Size of the upload, MiB", 1, std::size_t{1} << 16);
+  args.option("--rounds", rounds, "Rounds of each measurement (median (min-max) reported)", 1, 10000);
+  args.option("--parts", parts, "The parts to run, comma-separated: 1,2,2b,3,4");
+  args.parse(argc, argv);
+  const std::size_t n = mib * kMiB;
   if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
     std::printf("devctx_bench_upload_probe: no CUDA device; nothing to measure\n");
     return 0;
