@@ -4,11 +4,11 @@
 // `devctx bench` and bench/cuda measure devctx against one raw CUDA baseline.
 #include "cuda_facts.hpp"
 
+#include "support/clock.hpp"
 #include "support/raw_cuda.hpp"
 
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -137,14 +137,14 @@ std::optional<double> raw_cuda_alloc_us(int id, std::size_t bytes, int iteration
   const TimedStream stream;
   if (!stream.fine() || !ok(cudaStreamSynchronize(stream.get()))) return std::nullopt;
   // Host time: allocation is a host call; its cost is what the caller waits.
-  const auto begin = std::chrono::steady_clock::now();
+  const auto begin = devctx_bench::Clock::now();
   bool fine = true;
   for (int i = 0; fine && i < iterations; ++i) {
     void* p = nullptr;
     fine = ok(cudaMallocAsync(&p, bytes, stream.get())) && ok(cudaFreeAsync(p, stream.get()));
   }
   if (!fine || !ok(cudaStreamSynchronize(stream.get()))) return std::nullopt;
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count() / iterations;
+  return devctx_bench::us_since(begin) / iterations;
 }
 
 }  // namespace devctx_tool

@@ -26,10 +26,13 @@
 
 #include "support/args.hpp"
 #include "support/clock.hpp"
+#include "support/env.hpp"
 #include "support/raw_cuda.hpp"
 #include "support/trials.hpp"
 
 namespace {
+
+using devctx_bench::size_name;
 
 struct alignas(16) F4 {
   float x, y, z, w;
@@ -113,12 +116,6 @@ void add_latency(const std::string& name, double d, double r, double max_delta, 
     row.met = d <= r + max_delta;
   }
   rows.push_back(row);
-}
-
-std::string size_name(std::size_t bytes) {
-  if (bytes >= (1u << 30)) return std::to_string(bytes >> 30) + " GiB";
-  if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes >> 10) + " KiB";
 }
 
 /// The raw side's stream and two events to time it.

@@ -50,10 +50,14 @@
 
 #include "support/args.hpp"
 #include "support/clock.hpp"
+#include "support/env.hpp"
 #include "support/raw_cuda.hpp"
 #include "support/trials.hpp"
 
 namespace {
+
+using devctx_bench::size_name;
+using Env = devctx_bench::ScopedEnv;
 
 using devctx_bench::Clock;
 using devctx_bench::median;
@@ -63,12 +67,6 @@ using Byte = unsigned char;
 /// --trials: 0 keeps each measurement's own count.
 int trials_option = 0;
 int trials_or(int own) { return trials_option > 0 ? trials_option : own; }
-
-std::string size_name(std::size_t bytes) {
-  if (bytes >= (std::size_t{1} << 30)) return std::to_string(bytes >> 30) + " GiB";
-  if (bytes >= (std::size_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes >> 10) + " KiB";
-}
 
 /// CPU time per thread of this process so far, in milliseconds, by thread id: /proc's
 /// schedstat (nanoseconds on a CPU) where the kernel keeps it, else stat's ticks.
@@ -165,16 +163,6 @@ void fill_pattern(std::vector<Byte>& v, std::size_t bytes, unsigned salt) {
 }
 
 bool same_pattern(const Byte* a, const Byte* b, std::size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
-
-/// Sets (or, with nullptr, unsets) an environment variable for one scope.
-struct Env {
-  std::string name;
-  Env(const char* n, const char* value) : name(n) {
-    if (value != nullptr) setenv(n, value, 1);
-    else unsetenv(n);
-  }
-  ~Env() { unsetenv(name.c_str()); }
-};
 
 }  // namespace
 

@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -49,10 +50,14 @@
 
 #include "support/args.hpp"
 #include "support/clock.hpp"
+#include "support/env.hpp"
 #include "support/raw_cuda.hpp"
 #include "support/stats.hpp"
 
 namespace {
+
+using devctx_bench::size_name;
+using Env = devctx_bench::ScopedEnv;
 
 using devctx_bench::Clock;
 using devctx_bench::seconds_since;
@@ -157,12 +162,6 @@ double host_fill(const Byte* src, Byte* window, std::size_t window_bytes, std::s
   return double(bytes) / seconds_since(t0) / 1e9;
 }
 
-struct Env {
-  std::string name;
-  Env(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
-  ~Env() { unsetenv(name.c_str()); }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -175,6 +174,18 @@ int main(int argc, char** argv) {
   args.option("--parts", parts, "The parts to run, comma-separated: 1,2,2b,3,4");
   args.parse(argc, argv);
   const std::size_t n = mib * kMiB;
+  std::vector<std::string> chosen;
+  for (std::size_t at = 0; at <= parts.size();) {
+    const std::size_t comma = std::min(parts.find(',', at), parts.size());
+    chosen.push_back(parts.substr(at, comma - at));
+    at = comma + 1;
+  }
+  for (const std::string& c : chosen)
+    if (c != "1" && c != "2" && c != "2b" && c != "3" && c != "4") {
+      std::fprintf(stderr, "devctx_bench_upload_probe: error: --parts: '%s' is not a part (1, 2, 2b, 3, 4)\n", c.c_str());
+      return 2;
+    }
+  const auto part = [&](const char* name) { return std::find(chosen.begin(), chosen.end(), name) != chosen.end(); };
   if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
     std::printf("devctx_bench_upload_probe: no CUDA device; nothing to measure\n");
     return 0;
@@ -195,7 +206,6 @@ int main(int argc, char** argv) {
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   std::printf("devctx_bench_upload_probe: %zu MiB, %d rounds, %u hardware threads\n\n", n / kMiB, rounds, hw);
 
-  const auto part = [&](const char* name) { return ("," + parts + ",").find("," + std::string(name) + ",") != std::string::npos; };
   const auto evict = [&] { std::memset(elsewhere.data(), 5, evict_bytes); };
   const auto raw_pinned_upload = [&] {
     CK(cudaMemcpyAsync(device, pinned, n, cudaMemcpyHostToDevice, raw));
@@ -386,8 +396,7 @@ int main(int argc, char** argv) {
     };
     std::vector<std::unique_ptr<Open>> opened;
     for (const Setting& s : settings) {
-      std::vector<Env> env;
-      env.reserve(s.env.size());
+      std::deque<Env> env;  // set for this scope; a deque: Env neither copies nor moves
       for (const auto& [name, value] : s.env) env.emplace_back(name, value);
       devctx::DeviceContext ctx{devctx::Api::cuda, 0};
       auto d = ctx.enqueue_create_buffer<Byte>(n);
