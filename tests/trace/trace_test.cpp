@@ -736,7 +736,7 @@ TEST(TraceFile, RecordingMemoryStaysBoundedHoweverLongTheProgramRuns) {
   // Before: every record stayed in memory until exit (597 MB after 20 s of 8 threads). 2
   // threads x 48000 rounds are 288000 operations: kept in memory (trace::start() alone, as
   // DEVCTX_TRACE_FILE did before) the peak grows by about 70 MiB on the development machine;
-  // streamed, at most 16384 records wait for their device times (bench/cpu/trace_memory.cpp
+  // streamed, at most 16384 records wait for their device times (bench/internal/trace_memory.cpp
   // shows the peak over 60 s of 8 threads).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "resident memory says nothing under ASan or TSan (freed memory is held in quarantine)";
