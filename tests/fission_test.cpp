@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -344,4 +345,67 @@ TEST(Fission, DeclinedKernelRunsOnFibers) {
   ctx.enqueue_function<declined>({.grid_dim = 5, .block_dim = 64}, out);
   const auto got = download(ctx, out);
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], (63 - i % 64) * 7u) << i;
+}
+
+namespace {
+/// The execution path devctx::trace recorded for each kernel launched while recording.
+std::vector<std::pair<std::string, std::string>> recorded_paths() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const devctx::trace::Operation& op : devctx::trace::operations())
+    if (op.kind == devctx::trace::Kind::kernel) out.emplace_back(op.name, op.execution);
+  return out;
+}
+}  // namespace
+
+TEST(Fission, TraceRecordsTranslatedOrWhyFibers) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  auto in = ctx.enqueue_create_buffer<float>(256 * 3);
+  auto sums = ctx.enqueue_create_buffer<float>(3);
+  auto out = ctx.enqueue_create_buffer<unsigned>(64 * 2);
+  ctx.enqueue_memset(in, 1.0f);
+  ctx.synchronize();
+  devctx::trace::clear();
+  devctx::trace::start();
+  ctx.enqueue_function<block_reduce>({.grid_dim = 3, .block_dim = kReduceBlock}, in, sums);
+  ctx.enqueue_function<declined>({.grid_dim = 2, .block_dim = 64}, out);
+  ctx.enqueue_function<block_reduce_fibers>({.grid_dim = 3, .block_dim = kReduceBlock}, in, sums);
+  {
+    const ScopedEnv off("DEVCTX_CPU_FISSION", "0");
+    ctx.enqueue_function<block_reduce>({.grid_dim = 3, .block_dim = kReduceBlock}, in, sums);
+  }
+  ctx.synchronize();
+  const auto paths = recorded_paths();
+  devctx::trace::stop();
+  devctx::trace::clear();
+  ASSERT_EQ(paths.size(), 4u);
+  EXPECT_NE(paths[0].first.find("block_reduce"), std::string::npos) << paths[0].first;
+  if (twins_on()) {
+    EXPECT_EQ(paths[0].second.rfind("translated: the kernel's block-level twin ran every block", 0), 0u)
+        << paths[0].second;
+  } else {
+    EXPECT_NE(paths[0].second.find("fibers: DEVCTX_CPU_FISSION=0 turned translated twins off"), std::string::npos)
+        << paths[0].second;
+  }
+  EXPECT_NE(paths[1].second.find("cooperative fibers for 2 of 2 blocks"), std::string::npos) << paths[1].second;
+  if (twins_on()) {
+    EXPECT_NE(paths[1].second.find("fibers: not translated: a test's reason"), std::string::npos) << paths[1].second;
+  }
+  // block_reduce_fibers has no hand-written prologue: the translator's twin when it ran on this
+  // file, else the build's reason (devctx_add_kernels defines it when the translator is off).
+#if defined(DEVCTX_FISSION_OFF_REASON)
+  if (twins_on()) {
+    EXPECT_NE(paths[2].second.find("fibers: not translated: the fission translator did not run on this program's "
+                                   "kernel files (the translator was off in this build: "),
+              std::string::npos)
+        << paths[2].second;
+  }
+#else
+  if (twins_on()) {
+    EXPECT_EQ(paths[2].second.rfind("translated: ", 0), 0u) << paths[2].second;
+  }
+#endif
+  EXPECT_NE(paths[3].second.find("fibers: DEVCTX_CPU_FISSION=0 turned translated twins off"), std::string::npos)
+      << paths[3].second;
+  const auto got = download(ctx, sums);
+  for (std::size_t b = 0; b < got.size(); ++b) EXPECT_EQ(got[b], 256.0f) << b;
 }
