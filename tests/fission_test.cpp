@@ -8,8 +8,10 @@
 
 #include <devctx/devctx.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -169,6 +171,163 @@ DEVCTX_KERNEL void declined(devctx::span<unsigned> out) {
   s[t] = t * 7u;
   devctx::barrier();
   out[std::size_t(devctx::block_idx().x) * 64 + t] = s[63 - t];
+}
+
+
+// ---- patterns the translator handles, written as a user writes them (no hand-written twins) ----
+// Each runs with twins on and off (DEVCTX_CPU_FISSION=0) and the results are compared bitwise;
+// the trace must say "translated" wherever the translator ran on this file.
+
+inline unsigned pow2_ceil(unsigned v) {
+  unsigned p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+/// Early return before a later barrier (the exited mask), a uniform local computed by a helper.
+DEVCTX_KERNEL void early_exit_reduce(devctx::span<const int> in, devctx::span<long long> out) {
+  DEVCTX_SHARED(long long, partial, 1024);
+  const unsigned t = devctx::thread_idx().x;
+  const auto i = devctx::global_idx().x;
+  if (i >= in.size()) return;
+  partial[t] = in[i];
+  devctx::barrier();
+  const std::uint64_t start = std::uint64_t(devctx::block_idx().x) * devctx::block_dim().x;
+  const std::uint64_t left = in.size() - start;
+  const unsigned active = left < devctx::block_dim().x ? unsigned(left) : devctx::block_dim().x;
+  for (unsigned stride = pow2_ceil(active) / 2; stride > 0; stride /= 2) {
+    if (t < stride && t + stride < active) partial[t] += partial[t + stride];
+    devctx::barrier();
+  }
+  if (t == 0) out[devctx::block_idx().x] = partial[0];
+}
+
+/// Threads leave at different rounds of a loop with barriers (2-D blocks).
+DEVCTX_KERNEL void staggered_exits(devctx::span<const unsigned> exit_after, devctx::span<unsigned> out,
+                                   unsigned rounds) {
+  DEVCTX_SHARED(unsigned, s, 1024);
+  const unsigned n = devctx::block_dim().x * devctx::block_dim().y;
+  const unsigned t = devctx::thread_idx().x + devctx::block_dim().x * devctx::thread_idx().y;
+  const std::size_t g = std::size_t(devctx::block_idx().x) * n + t;
+  unsigned value = t + 1;
+  s[t] = value;
+  if (exit_after[g] == 0) {
+    out[g] = value;
+    return;
+  }
+  devctx::barrier();
+  for (unsigned r = 1; r < rounds; ++r) {
+    if (r == exit_after[g]) {
+      out[g] = value;
+      return;
+    }
+    value = value * 3u + s[(t + r) % n];
+    devctx::barrier();
+    s[t] = value;
+    devctx::barrier();
+  }
+  out[g] = value;
+}
+
+/// Barriers inside an if whose condition is the same for the whole block (a parameter, the block
+/// index), with an else branch.
+DEVCTX_KERNEL void uniform_if(devctx::span<const float> in, devctx::span<float> out, unsigned reverse) {
+  DEVCTX_SHARED(float, s, 256);
+  const unsigned t = devctx::thread_idx().x;
+  const unsigned n = devctx::block_dim().x;
+  const std::size_t base = std::size_t(devctx::block_idx().x) * n;
+  s[t] = in[base + t];
+  devctx::barrier();
+  if (reverse != 0 && devctx::block_idx().x % 2 == 0) {
+    const float v = s[n - 1 - t];
+    devctx::barrier();
+    s[t] = v * 2.0f;
+    devctx::barrier();
+  } else {
+    const float v = s[(t + 1) % n];
+    devctx::barrier();
+    s[t] = v + 1.0f;
+    devctx::barrier();
+  }
+  out[base + t] = s[t] - s[(t + 3) % n];
+}
+
+/// Inclusive scan of each block (Hillis-Steele): two barriers per step.
+DEVCTX_KERNEL void hillis_steele(devctx::span<const int> in, devctx::span<int> out) {
+  DEVCTX_SHARED(int, s, 1024);
+  const unsigned t = devctx::thread_idx().x;
+  const auto i = devctx::global_idx().x;
+  const bool valid = i < in.size();
+  s[t] = valid ? in[i] : 0;
+  devctx::barrier();
+  for (unsigned offset = 1; offset < devctx::block_dim().x; offset *= 2) {
+    const int add = t >= offset ? s[t - offset] : 0;
+    devctx::barrier();
+    s[t] += add;
+    devctx::barrier();
+  }
+  if (valid) out[i] = s[t];
+}
+
+/// Exclusive scan of each block of 256 (Blelloch): up-sweep, clear, down-sweep.
+DEVCTX_KERNEL void blelloch(devctx::span<const int> in, devctx::span<int> out) {
+  DEVCTX_SHARED(int, s, 512);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t base = std::size_t(devctx::block_idx().x) * 512;
+  s[2 * t] = base + 2 * t < in.size() ? in[base + 2 * t] : 0;
+  s[2 * t + 1] = base + 2 * t + 1 < in.size() ? in[base + 2 * t + 1] : 0;
+  unsigned offset = 1;
+  for (unsigned d = 256; d > 0; d /= 2) {
+    devctx::barrier();
+    if (t < d) {
+      const unsigned ai = offset * (2 * t + 1) - 1, bi = offset * (2 * t + 2) - 1;
+      s[bi] += s[ai];
+    }
+    offset *= 2;
+  }
+  if (t == 0) s[511] = 0;
+  for (unsigned d = 1; d < 512; d *= 2) {
+    offset /= 2;
+    devctx::barrier();
+    if (t < d) {
+      const unsigned ai = offset * (2 * t + 1) - 1, bi = offset * (2 * t + 2) - 1;
+      const int x = s[ai];
+      s[ai] = s[bi];
+      s[bi] += x;
+    }
+  }
+  devctx::barrier();
+  if (base + 2 * t < out.size()) out[base + 2 * t] = s[2 * t];
+  if (base + 2 * t + 1 < out.size()) out[base + 2 * t + 1] = s[2 * t + 1];
+}
+
+constexpr unsigned kT = 32;
+
+/// Tiled transpose through shared memory (2-D blocks of 32 x 8, padded tile).
+DEVCTX_KERNEL void transpose(devctx::span<const float> in, devctx::span<float> out, unsigned w, unsigned h) {
+  DEVCTX_SHARED(float, tile, kT * (kT + 1));
+  const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
+  const unsigned x = devctx::block_idx().x * kT + tx;
+  const unsigned y0 = devctx::block_idx().y * kT + ty;
+  for (unsigned j = 0; j < kT; j += 8)
+    if (x < w && y0 + j < h) tile[(ty + j) * (kT + 1) + tx] = in[std::size_t(y0 + j) * w + x];
+  devctx::barrier();
+  const unsigned ox = devctx::block_idx().y * kT + tx;
+  const unsigned oy0 = devctx::block_idx().x * kT + ty;
+  for (unsigned j = 0; j < kT; j += 8)
+    if (ox < h && oy0 + j < w) out[std::size_t(oy0 + j) * h + ox] = tile[tx * (kT + 1) + ty + j];
+}
+
+/// A histogram of 64 bins in shared memory with atomics, merged into the global one.
+DEVCTX_KERNEL void histogram(devctx::span<const unsigned> in, devctx::span<unsigned> hist) {
+  DEVCTX_SHARED(unsigned, bins, 64);
+  const unsigned t = devctx::thread_idx().x;
+  for (unsigned j = t; j < 64; j += devctx::block_dim().x) bins[j] = 0;
+  devctx::barrier();
+  const std::size_t stride = std::size_t(devctx::grid_dim().x) * devctx::block_dim().x;
+  for (std::size_t i = devctx::global_idx().x; i < in.size(); i += stride) devctx::atomic_add(&bins[in[i] % 64], 1u);
+  devctx::barrier();
+  for (unsigned j = t; j < 64; j += devctx::block_dim().x) devctx::atomic_add(&hist[j], bins[j]);
 }
 
 std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n) {
@@ -408,4 +567,231 @@ TEST(Fission, TraceRecordsTranslatedOrWhyFibers) {
       << paths[3].second;
   const auto got = download(ctx, sums);
   for (std::size_t b = 0; b < got.size(); ++b) EXPECT_EQ(got[b], 256.0f) << b;
+}
+
+namespace {
+
+/// Runs `launch(out)` with twins on and off (DEVCTX_CPU_FISSION) into poisoned buffers of `n`
+/// elements, and returns both results; the trace of the first launch says how it ran.
+template <class T, class Launch>
+std::pair<std::vector<T>, std::vector<T>> on_and_off(devctx::DeviceContext& ctx, std::size_t n, Launch launch,
+                                                     std::string* path) {
+  auto a = ctx.enqueue_create_buffer<T>(n);
+  auto b = ctx.enqueue_create_buffer<T>(n);
+  std::vector<T> poison(n);
+  std::memset(poison.data(), 0xA5, n * sizeof(T));
+  ctx.enqueue_copy(a, std::span(poison));
+  ctx.enqueue_copy(b, std::span(poison));
+  ctx.synchronize();
+  devctx::trace::clear();
+  devctx::trace::start();
+  launch(a);
+  ctx.synchronize();
+  const auto paths = recorded_paths();
+  devctx::trace::stop();
+  devctx::trace::clear();
+  if (path != nullptr) *path = paths.empty() ? std::string("(no kernel recorded)") : paths.front().second;
+  {
+    const ScopedEnv off("DEVCTX_CPU_FISSION", "0");
+    launch(b);
+    ctx.synchronize();
+  }
+  return {download(ctx, a), download(ctx, b)};
+}
+
+/// Whether the translator ran on this file in this build (it did unless the build says why not).
+constexpr bool kTranslatorRan =
+#if defined(DEVCTX_FISSION_OFF_REASON)
+    false;
+#else
+    true;
+#endif
+
+void expect_translated(const std::string& path) {
+  if (kTranslatorRan && twins_on()) {
+    EXPECT_EQ(path.rfind("translated: ", 0), 0u) << path;
+  } else {
+    EXPECT_EQ(path.find("translated: "), std::string::npos) << path;
+  }
+}
+
+template <class T>
+bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+std::vector<int> random_ints(std::mt19937_64& rng, std::size_t n, int lo, int hi) {
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<int> v(n);
+  for (int& x : v) x = dist(rng);
+  return v;
+}
+
+}  // namespace
+
+TEST(FissionPatterns, EarlyReturnBeforeALaterBarrier) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  for (const std::size_t n : {std::size_t{1}, std::size_t{100}, std::size_t{256 * 7 + 45}}) {
+    SCOPED_TRACE(n);
+    const auto values = random_ints(rng, n, -1000, 1000);
+    auto in = ctx.enqueue_create_buffer<int>(n);
+    ctx.enqueue_copy(in, std::span(values));
+    const unsigned blocks = unsigned((n + 255) / 256);
+    std::string path;
+    const auto [on, off] = on_and_off<long long>(ctx, blocks, [&](auto& out) {
+      ctx.enqueue_function<early_exit_reduce>({.grid_dim = blocks, .block_dim = 256}, in, out);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    for (unsigned b = 0; b < blocks; ++b) {
+      long long want = 0;
+      for (std::size_t i = std::size_t(b) * 256; i < std::min(n, std::size_t(b + 1) * 256); ++i) want += values[i];
+      ASSERT_EQ(on[b], want) << b;
+    }
+  }
+}
+
+TEST(FissionPatterns, ThreadsLeavingAtDifferentRoundsOfABarrierLoop) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned rounds = 9, blocks = 5;
+  const devctx::Dim3 block{16, 4};
+  const std::size_t n = std::size_t(blocks) * 64;
+  std::vector<unsigned> exits(n);
+  std::uniform_int_distribution<unsigned> dist(0, rounds + 2);  // some never leave early
+  for (unsigned& e : exits) e = dist(rng);
+  auto exit_after = ctx.enqueue_create_buffer<unsigned>(n);
+  ctx.enqueue_copy(exit_after, std::span(exits));
+  std::string path;
+  const auto [on, off] = on_and_off<unsigned>(ctx, n, [&](auto& out) {
+    ctx.enqueue_function<staggered_exits>({.grid_dim = blocks, .block_dim = block}, exit_after, out, rounds);
+  }, &path);
+  expect_translated(path);
+  EXPECT_TRUE(same_bytes(on, off));
+  // The host's model: a thread reads neighbours' values as of the last round they stored.
+  for (unsigned b = 0; b < blocks; ++b) {
+    std::vector<unsigned> s(64), value(64), want(64);
+    std::vector<bool> live(64, true);
+    for (unsigned t = 0; t < 64; ++t) value[t] = s[t] = t + 1;
+    for (unsigned t = 0; t < 64; ++t)
+      if (exits[b * 64 + t] == 0) live[t] = false, want[t] = value[t];
+    for (unsigned r = 1; r < rounds; ++r) {
+      for (unsigned t = 0; t < 64; ++t) {
+        if (!live[t]) continue;
+        if (r == exits[b * 64 + t]) {
+          live[t] = false;
+          want[t] = value[t];
+          continue;
+        }
+        value[t] = value[t] * 3u + s[(t + r) % 64];
+      }
+      for (unsigned t = 0; t < 64; ++t)
+        if (live[t]) s[t] = value[t];
+    }
+    for (unsigned t = 0; t < 64; ++t)
+      if (live[t]) want[t] = value[t];
+    for (unsigned t = 0; t < 64; ++t) ASSERT_EQ(on[b * 64 + t], want[t]) << b << ", " << t;
+  }
+}
+
+TEST(FissionPatterns, BarriersInsideABlockUniformIf) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned blocks = 6, threads = 128;
+  const auto values = random_floats(rng, blocks * threads);
+  auto in = ctx.enqueue_create_buffer<float>(values.size());
+  ctx.enqueue_copy(in, std::span(values));
+  for (const unsigned reverse : {0u, 1u}) {
+    SCOPED_TRACE(reverse);
+    std::string path;
+    const auto [on, off] = on_and_off<float>(ctx, values.size(), [&](auto& out) {
+      ctx.enqueue_function<uniform_if>({.grid_dim = blocks, .block_dim = threads}, in, out, reverse);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    for (unsigned b = 0; b < blocks; ++b) {
+      std::vector<float> s(threads);
+      for (unsigned t = 0; t < threads; ++t) {
+        const float* x = &values[std::size_t(b) * threads];
+        s[t] = reverse != 0 && b % 2 == 0 ? x[threads - 1 - t] * 2.0f : x[(t + 1) % threads] + 1.0f;
+      }
+      for (unsigned t = 0; t < threads; ++t)
+        ASSERT_EQ(on[std::size_t(b) * threads + t], s[t] - s[(t + 3) % threads]) << b << ", " << t;
+    }
+  }
+}
+
+TEST(FissionPatterns, HillisSteeleAndBlellochScans) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const std::size_t n = 512 * 5 + 77;
+  const auto values = random_ints(rng, n, -50, 50);
+  auto in = ctx.enqueue_create_buffer<int>(n);
+  ctx.enqueue_copy(in, std::span(values));
+  {
+    std::string path;
+    const auto [on, off] = on_and_off<int>(ctx, n, [&](auto& out) {
+      ctx.enqueue_function<hillis_steele>({.grid_dim = unsigned((n + 255) / 256), .block_dim = 256}, in, out);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    int acc = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      acc = i % 256 == 0 ? values[i] : acc + values[i];
+      ASSERT_EQ(on[i], acc) << i;
+    }
+  }
+  {
+    std::string path;
+    const auto [on, off] = on_and_off<int>(ctx, n, [&](auto& out) {
+      ctx.enqueue_function<blelloch>({.grid_dim = unsigned((n + 511) / 512), .block_dim = 256}, in, out);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    int acc = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i % 512 == 0) acc = 0;
+      ASSERT_EQ(on[i], acc) << i;
+      acc += values[i];
+    }
+  }
+}
+
+TEST(FissionPatterns, TiledTranspose) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned w = 70, h = 45;
+  const auto values = random_floats(rng, std::size_t(w) * h);
+  auto in = ctx.enqueue_create_buffer<float>(values.size());
+  ctx.enqueue_copy(in, std::span(values));
+  std::string path;
+  const auto [on, off] = on_and_off<float>(ctx, values.size(), [&](auto& out) {
+    ctx.enqueue_function<transpose>({.grid_dim = {(w + kT - 1) / kT, (h + kT - 1) / kT}, .block_dim = {kT, 8}}, in,
+                                    out, w, h);
+  }, &path);
+  expect_translated(path);
+  EXPECT_TRUE(same_bytes(on, off));
+  for (unsigned y = 0; y < h; ++y)
+    for (unsigned x = 0; x < w; ++x) ASSERT_EQ(on[std::size_t(x) * h + y], values[std::size_t(y) * w + x]) << x << ", " << y;
+}
+
+TEST(FissionPatterns, SharedHistogramWithAtomics) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const std::size_t n = 100003;
+  std::vector<unsigned> values(n);
+  for (unsigned& v : values) v = unsigned(rng());
+  auto in = ctx.enqueue_create_buffer<unsigned>(n);
+  ctx.enqueue_copy(in, std::span(values));
+  std::string path;
+  const auto [on, off] = on_and_off<unsigned>(ctx, 64, [&](auto& out) {
+    ctx.enqueue_memset(out, 0u);
+    ctx.enqueue_function<histogram>({.grid_dim = 7, .block_dim = 96}, in, out);
+  }, &path);
+  expect_translated(path);
+  EXPECT_TRUE(same_bytes(on, off));
+  std::vector<unsigned> want(64, 0);
+  for (unsigned v : values) ++want[v % 64];
+  for (unsigned j = 0; j < 64; ++j) ASSERT_EQ(on[j], want[j]) << j;
 }
