@@ -23,7 +23,7 @@ import traceback
 # Devctx functions whose calls are sync points the translator handles or declines.
 BARRIER = "barrier"
 INDEX_FUNCTIONS = {"thread_idx", "global_idx"}
-UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim"}
+UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim", "dynamic_shared"}
 INTEGRAL_KINDS = {"BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG",
                   "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG"}
 ARITHMETIC_KINDS = INTEGRAL_KINDS | {"FLOAT", "DOUBLE"}
@@ -195,6 +195,7 @@ class KernelTranslator:
         self.regions = []
         self.var_count = 0
         self.early_exit = False  # a thread may return before a later barrier
+        self.shared_vars = set()  # keys of the DEVCTX_SHARED arrays
 
     # ---- helpers ---------------------------------------------------------------------------------
     def key(self, decl):
@@ -299,8 +300,8 @@ class KernelTranslator:
                 kp = kind(d.semantic_parent) if d.semantic_parent is not None else ""
                 if kp in ("NAMESPACE", "TRANSLATION_UNIT", "STRUCT_DECL", "CLASS_DECL") and d.type.is_const_qualified():
                     return None
-                if self.key(d) in self.uniform_locals:
-                    return None
+                if self.key(d) in self.uniform_locals or self.key(d) in self.shared_vars:
+                    return None  # the shared arrays: one per block (captured by reference)
                 if allow_thread and self.key(d) in remat_keys:
                     return None
                 return f"the variable '{d.spelling}'"
@@ -324,6 +325,9 @@ class KernelTranslator:
                     objs = children(callee)
                     if objs and all(self.uniform(x, allow_thread, remat_keys) is None for x in objs + ch[1:]):
                         return None
+            if ref is not None and kind(ref) == "CONSTRUCTOR" and qualified(ref)[:1] == ["devctx"] and \
+                    all(self.uniform(x, allow_thread, remat_keys) is None for x in ch):
+                return None  # a devctx view (LayoutTensor, span) over uniform values
             if ref is not None and name is None and self.pure_function(ref) and \
                     all(self.uniform(x, allow_thread, remat_keys) is None for x in ch[1:]):
                 return None  # pow2_ceil(n) of uniform values: uniform
@@ -425,6 +429,10 @@ class KernelTranslator:
             if text.lstrip().startswith("DEVCTX_SHARED"):
                 if not top:
                     raise Decline("DEVCTX_SHARED declared inside a loop that contains barrier()")
+                for c in cs:
+                    for v in children(c) if kind(c) == "DECL_STMT" else []:
+                        if kind(v) == "VAR_DECL" and not v.spelling.startswith("devctx_shared_site_"):
+                            self.shared_vars.add(self.key(v))
                 nodes.append(("code", text, self.file.line_of(s)))
                 continue
             k = kind(first)
@@ -432,7 +440,11 @@ class KernelTranslator:
             if syncs:
                 what = [d for _, d in syncs if d != "barrier"]
                 if what:
-                    raise Decline(f"it uses {what[0]} (not translated yet)")
+                    w = what[0]
+                    if w.startswith("a call of "):
+                        raise Decline(f"it makes {w}: helpers with barriers or warp operations are not translated "
+                                      f"yet (a barrier written in the kernel itself can be)")
+                    raise Decline(f"it uses {w}: warp operations and block collectives are not translated yet")
                 if k in ("FOR_STMT", "WHILE_STMT"):
                     nodes.append(self.loop(first, s))
                     current = None
@@ -687,7 +699,8 @@ class KernelTranslator:
                 return None
         tt = strip(t)
         ttype = tt.type.get_canonical().spelling.replace("const ", "") if kind(tt) == "DECL_REF_EXPR" else "unsigned int"
-        ut = self.src(u)
+        # The bound as the comparison converts it (an enumerator, a narrower type).
+        ut = f"static_cast<{u.type.get_canonical().spelling}>({self.src(u)})"
         f = "::devctx::detail::cpu::fission::"
         if op == "<":
             return ("0", f"{f}lt_end<{ttype}>({ut}, devctx_bx)")
