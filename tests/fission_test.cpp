@@ -330,6 +330,22 @@ DEVCTX_KERNEL void histogram(devctx::span<const unsigned> in, devctx::span<unsig
   for (unsigned j = t; j < 64; j += devctx::block_dim().x) devctx::atomic_add(&hist[j], bins[j]);
 }
 
+
+/// A template kernel: each specialization gets its own twin.
+template <unsigned TPB, class T>
+DEVCTX_KERNEL void template_reduce(devctx::span<const T> in, devctx::span<T> out) {
+  DEVCTX_SHARED(T, cache, TPB);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t i = std::size_t(devctx::block_idx().x) * TPB + t;
+  cache[t] = i < in.size() ? in[i] : T(0);
+  devctx::barrier();
+  for (unsigned half = TPB / 2; half > 0; half /= 2) {
+    if (t < half) cache[t] += cache[t + half];
+    devctx::barrier();
+  }
+  if (t == 0) out[devctx::block_idx().x] = cache[0];
+}
+
 std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> v(n);
@@ -803,4 +819,39 @@ TEST(FissionPatterns, SharedHistogramWithAtomics) {
   std::vector<unsigned> want(64, 0);
   for (unsigned v : values) ++want[v % 64];
   for (unsigned j = 0; j < 64; ++j) ASSERT_EQ(on[j], want[j]) << j;
+}
+
+TEST(FissionPatterns, TemplateKernelsPerSpecialization) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const std::size_t n = 128 * 9 + 5;
+  const auto ints = random_ints(rng, n, -100000, 100000);
+  const auto floats = random_floats(rng, n);
+  auto in_i = ctx.enqueue_create_buffer<int>(n);
+  auto in_f = ctx.enqueue_create_buffer<float>(n);
+  ctx.enqueue_copy(in_i, std::span(ints));
+  ctx.enqueue_copy(in_f, std::span(floats));
+  {
+    const unsigned blocks = unsigned((n + 127) / 128);
+    std::string path;
+    const auto [on, off] = on_and_off<int>(ctx, blocks, [&](auto& out) {
+      ctx.enqueue_function<template_reduce<128, int>>({.grid_dim = blocks, .block_dim = 128}, in_i, out);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    for (unsigned b = 0; b < blocks; ++b) {
+      int want = 0;
+      for (std::size_t i = std::size_t(b) * 128; i < std::min(n, std::size_t(b + 1) * 128); ++i) want += ints[i];
+      ASSERT_EQ(on[b], want) << b;
+    }
+  }
+  {
+    const unsigned blocks = unsigned((n + 64) / 64);
+    std::string path;
+    const auto [on, off] = on_and_off<float>(ctx, blocks, [&](auto& out) {
+      ctx.enqueue_function<template_reduce<64, float>>({.grid_dim = blocks, .block_dim = 64}, in_f, out);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));  // the same tree of additions either way
+  }
 }

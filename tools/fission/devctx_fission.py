@@ -851,6 +851,8 @@ class KernelTranslator:
     def type_text(self, v):
         t = v.cursor.type.get_canonical()
         s = t.spelling
+        if "type-parameter-" in s:  # a template's dependent type: as written
+            s = v.cursor.type.spelling
         for q in ("const ", "volatile "):
             s = s.replace(q, "", 1) if s.startswith(q) else s
         if s.endswith(" const"):
@@ -983,6 +985,39 @@ class KernelTranslator:
                 out.append(f"{pad}}}\n")
         return "".join(out)
 
+    def template_parts(self):
+        """For a template kernel: (its `template <...>` text, the arguments that name this
+        specialization: `<T, N>`), else ("", "")."""
+        if kind(self.fn) != "FUNCTION_TEMPLATE":
+            return "", ""
+        toks = list(self.fn.get_tokens())
+        if len(toks) < 2 or toks[0].spelling != "template" or toks[1].spelling != "<":
+            raise Decline("a template kernel whose declaration the translator cannot read")
+        depth = 0
+        end = None
+        for t in toks[1:]:
+            if t.spelling in ("<", "(", "["):
+                depth += 1
+            elif t.spelling in (">", ")", "]"):
+                depth -= 1
+            elif t.spelling == ">>":
+                depth -= 2
+            if depth <= 0:
+                end = t.extent.end.offset
+                break
+        if end is None or depth < 0:
+            raise Decline("a template kernel whose template parameters the translator cannot read")
+        names = []
+        for c in self.fn.get_children():
+            if kind(c) in ("TEMPLATE_TYPE_PARAMETER", "TEMPLATE_NON_TYPE_PARAMETER", "TEMPLATE_TEMPLATE_PARAMETER"):
+                if not c.spelling:
+                    raise Decline("a template parameter has no name")
+                names.append(c.spelling)
+        header = self.file.text(self.fn.extent.start.offset, end)
+        if "..." in header:
+            raise Decline("a variadic template kernel (not translated yet)")
+        return header, "<" + ", ".join(names) + ">"
+
     def twin_name(self):
         return f"{self.name}__devctx_twin"
 
@@ -993,6 +1028,7 @@ class KernelTranslator:
             ptext = ""
         out = ["#if !defined(__CUDA_ARCH__)\n",
                f"// The block-level twin of {self.name} (devctx fission translator; docs/cpu-backend.md).\n",
+               f"{self.template_parts()[0]}\n" if self.template_parts()[0] else "",
                f"static inline void {self.twin_name()}({ptext}) {{\n",
                "  const std::size_t devctx_bx = ::devctx::detail::cpu::tls.block_dim.x;\n"]
         for v in sorted(self.live.values(), key=lambda v: v.cursor.extent.start.offset):
@@ -1010,9 +1046,10 @@ class KernelTranslator:
 
     def prologue(self):
         args = ", ".join(p.spelling for p in self.params)
+        targs = self.template_parts()[1]
         return ("\n#if !defined(__CUDA_ARCH__)\n"
-                f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name})) [[unlikely]] {{\n"
-                f"    {self.twin_name()}({args});\n"
+                f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) [[unlikely]] {{\n"
+                f"    {self.twin_name()}{targs}({args});\n"
                 "    return;\n"
                 "  }\n"
                 "#endif\n")
@@ -1072,10 +1109,8 @@ def translate(path, flags, resource_dir, out_path):
                 c.get_usr())
     inserts = []  # (offset, text)
     results = []
-    for t in templates:
-        body = [c for c in t.get_children() if kind(c) == "COMPOUND_STMT"]
-        if body and sync.syncs_in(body[0]):
-            results.append(("fibers", t.spelling, "a template kernel (not translated yet)"))
+    # Template kernels get a template twin: each specialization's prologue offers itself.
+    kernels = kernels + [t for t in templates]
     for fn in kernels:
         body = [c for c in fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
         syncs = sync.syncs_in(body)
@@ -1107,8 +1142,14 @@ def translate(path, flags, resource_dir, out_path):
             results.append(("translated", fn.spelling, ""))
         except Decline as e:
             results.append(("fibers", fn.spelling, str(e)))
-            if not overloaded:
-                inserts.append((brace, decline_prologue(fn.spelling, str(e)) +
+            targs = ""
+            if kind(fn) == "FUNCTION_TEMPLATE":
+                try:
+                    targs = kt.template_parts()[1]
+                except Decline:
+                    targs = None
+            if not overloaded and targs is not None:
+                inserts.append((brace, decline_prologue(fn.spelling + targs, str(e)) +
                                 f'#line {file.line_of(brace)} "{file.path}"\n'))
     if not inserts:
         return data, results, deps
