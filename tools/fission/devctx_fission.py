@@ -496,13 +496,13 @@ class KernelTranslator:
         its branches are blocks { } (else if chains too)."""
         line = self.file.line_of(start)
         ch = children(c)
-        if len(ch) not in (2, 3) or kind(ch[1]) != "COMPOUND_STMT":
-            raise Decline(f"barrier() inside an if (line {line}) whose branches are not blocks {{ }} "
-                          f"or that declares a variable in its condition")
-        r = self.uniform(ch[0])
+        r = self.uniform(ch[0]) if ch else "nothing"
         if r is not None:
             raise Decline(f"barrier() inside an if (line {line}) whose condition depends on {r}, which may "
                           f"differ between threads")
+        if len(ch) not in (2, 3) or kind(ch[1]) != "COMPOUND_STMT":
+            raise Decline(f"barrier() inside an if (line {line}) whose branches are not blocks {{ }} "
+                          f"or that declares a variable in its condition")
         header = self.file.text(start, ch[1].extent.start.offset).rstrip()
         then = self.form(ch[1], False)
         other = None
