@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "backends/cpu/check/guarded_memory.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 #include "backends/cpu/settings.hpp"
 #include "core/errors.hpp"
@@ -269,7 +270,8 @@ void MarkerOp::enqueued() noexcept { event->seq = seq; }
 
 void FreeOp::finish(std::list<QueuedFailure>&) noexcept {
   if (!registry.empty()) registry.remove(data);
-  std::free(data);
+  if (guarded) check::guarded_free(data);
+  else std::free(data);
 }
 
 }  // namespace devctx::detail::cpu
