@@ -7,7 +7,12 @@
 // (DEVCTX_TEST_PRINT_ERRORS=1 prints them).
 #include "support/test_support.hpp"
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -680,6 +685,31 @@ TEST_F(Checking, APointerNoArgumentNamesIsReportedByItsBuffer) {
                            "this buffer"));
   ctx.enqueue_function<gather>(devctx_test::cover(n, 64), out, Lookup{in.data(), n}, 0u);
   EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
+}
+
+// An unchecked launch cannot be resumed after a fault (it may run on the worker's own stack): past
+// a checked buffer it stops the process with a report at the guard page, rather than corrupting
+// memory.
+void run_unchecked_past_checked_buffer() {
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  DeviceContext checked = checked_cpu();
+  DeviceContext plain{Api::cpu, 0, {.check = false}};
+  auto in = checked.enqueue_create_buffer<float>(777);
+  auto out = checked.enqueue_create_buffer<float>(777);
+  checked.enqueue_memset(in, 1.0f);
+  checked.synchronize();
+  plain.enqueue_function<store_shifted>(devctx_test::cover(777, 128), out, in, 777u, 1u);
+  plain.synchronize();
+  std::fprintf(stderr, "the unchecked launch finished without a report\n");
+  std::_Exit(0);
+}
+
+TEST(CheckingGuardPages, AnUncheckedLaunchPastACheckedBufferEndsTheProcessWithAReport) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(run_unchecked_past_checked_buffer(), testing::KilledBySignal(SIGSEGV),
+              "kernel 'store_shifted' \\(an unchecked launch\\) accessed memory past the end of a device buffer of "
+              "3108 bytes made by a checked context, in block \\(6, 0, 0\\) \\(found at the guard page after it\\)");
 }
 
 TEST_F(Checking, AbsurdBufferSizesAreStillOutOfMemory) {

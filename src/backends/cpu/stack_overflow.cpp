@@ -146,7 +146,8 @@ bool report_guard(BlockExecutor& executor, [[maybe_unused]] const ThreadState& s
 
 /// An unchecked launch reached a guard page of checked device memory (a buffer of a checked
 /// context used by an unchecked one): it cannot be resumed safely (an unchecked block-level
-/// kernel runs on the worker's own stack), so the report is printed and the process ends.
+/// kernel runs on the worker's own stack), so the report is printed and the process ends. The
+/// thread is not named: an unchecked plain loop may be vectorised, its thread index not stored.
 bool report_unchecked_guard(BlockExecutor& executor, const ThreadState& st, std::uintptr_t address) noexcept {
   check::GuardedHit allocation;
   if (st.mode == Mode::none || !check::guarded_hit(address, allocation)) return false;
@@ -154,7 +155,7 @@ bool report_unchecked_guard(BlockExecutor& executor, const ThreadState& st, std:
   text << "devctx: kernel '" << executor.kernel_name() << "' (an unchecked launch) accessed memory "
        << (allocation.before ? "before the start" : "past the end") << " of a device buffer of "
        << std::uint64_t{allocation.bytes} << " bytes made by a checked context, in block " << st.block_idx
-       << ", thread " << st.thread_idx << " (found at the guard page " << (allocation.before ? "before" : "after")
+       << " (found at the guard page " << (allocation.before ? "before" : "after")
        << " it); the process ends here. Launch the kernel from a checked context for a report that names the "
           "argument (devctx checking mode)\n";
   text.write_to_stderr();
