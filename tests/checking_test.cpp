@@ -1127,6 +1127,22 @@ TEST_F(Checking, AWriteJustBeforeABufferThatIsNoWholePageIsNotCaught) {
                         "elements (4000 bytes): before its start (found at the guard page before it)"));
 }
 
+// A checked buffer starts where its size ends it: aligned to the largest power of two dividing
+// its size, not to 64 bytes. A view of a slice as a wider type that an unchecked buffer refuses as
+// misaligned may then pass in checking mode, or the other way round.
+TEST_F(Checking, ACheckedBufferStartsAlignedToItsSize) {
+  auto odd = ctx.enqueue_create_buffer<std::uint8_t>(30);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(odd.data()) % 4, 2u);  // 30 = 2 * 15
+  EXPECT_EQ(odd.slice(2, 8).view_as<std::uint32_t>().size(), 2u);   // refused as misaligned unchecked
+  const auto e = error_of([&] { (void)odd.slice(16, 8).view_as<std::uint64_t>(); });  // passes unchecked
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::size_mismatch);
+  auto floats = ctx.enqueue_create_buffer<float>(1000);  // 4000 bytes = 32 * 125
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(floats.data()) % 32, 0u);
+  DeviceContext plain{Api::cpu, 0, {.check = false}};
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(plain.enqueue_create_buffer<std::uint8_t>(30).data()) % 64, 0u);
+}
+
 TEST_F(Checking, AReadModifyWriteOfUnwrittenMemoryLooksLikeAWrite) {
   auto acc = ctx.enqueue_create_buffer<unsigned>(64);
   ctx.enqueue_function<bump>({.grid_dim = 1, .block_dim = 64}, acc);

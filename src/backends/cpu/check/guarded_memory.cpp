@@ -14,6 +14,17 @@
 
 #include "core/text.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define DEVCTX_GUARDED_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DEVCTX_GUARDED_ASAN 1
+#endif
+#endif
+#if defined(DEVCTX_GUARDED_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace devctx::detail::cpu::check {
 namespace {
 
@@ -112,6 +123,12 @@ void* guarded_allocate(std::size_t bytes) noexcept {
     errno = t_failure = error;
     return nullptr;
   }
+#if defined(DEVCTX_GUARDED_ASAN)
+  // The address range may have held a fiber stack whose abandoned frames left their redzones
+  // poisoned in ASan's shadow (munmap does not clear it): the buffer is addressable, and so are the
+  // guard pages, so that an access there reaches the fault (checking mode's report), not ASan.
+  __asan_unpoison_memory_region(base, total);
+#endif
   std::byte* data = base + page + pages - bytes;
   slot->end.store(reinterpret_cast<std::uintptr_t>(base) + total, std::memory_order_relaxed);
   slot->data.store(reinterpret_cast<std::uintptr_t>(data), std::memory_order_relaxed);
