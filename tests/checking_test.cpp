@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -710,6 +711,39 @@ TEST(CheckingGuardPages, AnUncheckedLaunchPastACheckedBufferEndsTheProcessWithAR
   EXPECT_EXIT(run_unchecked_past_checked_buffer(), testing::KilledBySignal(SIGSEGV),
               "kernel 'store_shifted' \\(an unchecked launch\\) accessed memory past the end of a device buffer of "
               "3108 bytes made by a checked context, in block \\(6, 0, 0\\) \\(found at the guard page after it\\)");
+}
+
+/// In a child process: with the address space limited to what the process uses plus 64 MiB, a
+/// checked buffer of 256 MiB cannot be mapped, which is an out_of_memory Error naming the layout.
+void run_checked_allocation_past_the_address_space_limit() {
+  DeviceContext ctx = checked_cpu();
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  unsigned long long vm_kib = 0;
+  while (std::getline(status, line))
+    if (std::sscanf(line.c_str(), "VmSize: %llu kB", &vm_kib) == 1) break;
+  const rlimit limit{rlim_t(vm_kib * 1024 + (64ull << 20)), rlim_t(vm_kib * 1024 + (64ull << 20))};
+  if (vm_kib == 0 || setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(3);
+  const auto e = error_of([&] { (void)ctx.enqueue_create_buffer<float>(std::size_t{64} << 20); });
+  if (!e || e->code() != Errc::out_of_memory) std::_Exit(1);
+  if (std::string(e->what()).find("checking mode maps each device buffer on pages of its own between two guard "
+                                  "pages (256.0 MiB") == std::string::npos) {
+    std::fprintf(stderr, "%s\n", e->what());
+    std::_Exit(2);
+  }
+  // The context stays usable.
+  auto small = upload(ctx, std::vector<float>{1.0f, 2.0f});
+  if (download(ctx, small) != std::vector<float>{1.0f, 2.0f}) std::_Exit(4);
+  std::_Exit(0);
+}
+
+TEST(CheckingGuardPages, AMappingThatFailsIsOutOfMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's own mappings need address space beyond any limit set here";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(run_checked_allocation_past_the_address_space_limit(), testing::ExitedWithCode(0), "");
+#endif
 }
 
 TEST_F(Checking, AbsurdBufferSizesAreStillOutOfMemory) {
