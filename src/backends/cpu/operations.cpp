@@ -11,6 +11,7 @@
 
 #include <devctx/detail/device/fission.hpp>
 
+#include "backends/cpu/check/guarded_memory.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 #include "backends/cpu/settings.hpp"
 #include "core/errors.hpp"
@@ -283,7 +284,8 @@ void MarkerOp::enqueued() noexcept { event->seq = seq; }
 
 void FreeOp::finish(std::list<QueuedFailure>&) noexcept {
   if (!registry.empty()) registry.remove(data);
-  std::free(data);
+  if (guarded) check::guarded_free(data);
+  else std::free(data);
 }
 
 }  // namespace devctx::detail::cpu

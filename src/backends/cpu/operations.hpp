@@ -218,12 +218,14 @@ struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
 };
 
 /// Frees an allocation once everything before it in the queue has finished (and forgets its
-/// record of written bytes, if it had one, before its memory can be reused).
+/// record of written bytes, if it had one, before its memory can be reused). `guarded`: checking
+/// mode's device memory (check/guarded_memory.hpp), unmapped rather than freed.
 struct [[gnu::visibility("hidden")]] FreeOp final : Op {
-  FreeOp(void* p, check::ShadowRegistry& r) : data(p), registry(r) {}
+  FreeOp(void* p, check::ShadowRegistry& r, bool g) : data(p), registry(r), guarded(g) {}
   void finish(std::list<QueuedFailure>& failures) noexcept override;
   void* data;
   check::ShadowRegistry& registry;
+  bool guarded;
 };
 
 /// Runs a host function on a worker, in stream order (the MPI engine's collectives). An Error it
