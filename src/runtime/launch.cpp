@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#define DEVCTX_RUNTIME_ENTRY_OK 1
 #include <devctx/detail/runtime/entry.hpp>
 #include <devctx/module.hpp>
 
@@ -160,6 +161,30 @@ struct Checker {
   }
 };
 
+/// `n` values of T on the stack when they fit in N, else on the heap (a launch of a kernel with
+/// few parameters allocates nothing).
+template <class T, std::size_t N>
+class SmallArray {
+ public:
+  SmallArray(std::size_t n, T init) {
+    if (n > N) {
+      heap_.assign(n, init);
+      data_ = heap_.data();
+    } else {
+      for (std::size_t i = 0; i < n; ++i) local_[i] = init;
+    }
+  }
+  SmallArray(const SmallArray&) = delete;
+  SmallArray& operator=(const SmallArray&) = delete;
+  T* data() noexcept { return data_; }
+  T& operator[](std::size_t i) noexcept { return data_[i]; }
+
+ private:
+  T local_[N];
+  std::vector<T> heap_;
+  T* data_ = local_;
+};
+
 }  // namespace
 
 void queue_launch_runtime(QueueImpl& queue, const DeviceFunction& function, const LaunchConfig& config,
@@ -174,11 +199,12 @@ void queue_launch_runtime(QueueImpl& queue, const DeviceFunction& function, cons
          f.params.size(), " arguments ", function.signature(), " but ", count, " were given; nothing was enqueued");
 
   const Checker check{function, f, device};
-  std::vector<unsigned char> storage(f.wire_size + 16 + 1);
-  unsigned char* wire = storage.data();
-  std::vector<Allocation*> buffers(count + 1, nullptr);
-  std::vector<const void*> spans(count + 1, nullptr);
-  std::vector<std::size_t> span_bytes(count + 1, 0);
+  // The wire, and the arrays KernelLaunch points at (one entry per argument, plus one).
+  SmallArray<std::max_align_t, 16> storage(f.wire_size / sizeof(std::max_align_t) + 1, std::max_align_t{});
+  auto* wire = reinterpret_cast<unsigned char*>(storage.data());
+  SmallArray<Allocation*, 17> buffers(count + 1, nullptr);
+  SmallArray<const void*, 17> spans(count + 1, nullptr);
+  SmallArray<std::size_t, 17> span_bytes(count + 1, 0);
   bool any_span = false;
   for (std::size_t i = 0; i < count; ++i) {
     const KernelParam& p = f.params[i];
@@ -207,11 +233,11 @@ void queue_launch_runtime(QueueImpl& queue, const DeviceFunction& function, cons
     l.spans = spans.data();
     l.span_bytes = span_bytes.data();
   }
-  std::vector<std::max_align_t> pack;
   void* cuda_args[2] = {nullptr, nullptr};
+  // The ArgPack the compiled-in runners read (CPU), built by the kernel's own code from the wire.
+  SmallArray<std::max_align_t, 16> pack(f.cpu != nullptr ? f.cpu->pack_size / sizeof(std::max_align_t) + 1 : 0,
+                                        std::max_align_t{});
   if (f.cpu != nullptr) {
-    // The ArgPack the compiled-in runners read, built by the kernel's own code from the wire.
-    pack.resize(f.cpu->pack_size / sizeof(std::max_align_t) + 2);
     if (f.cpu->pack_align > alignof(std::max_align_t))
       fail(Errc::backend_error, launch_operation(f.name), ": the kernel's arguments need alignment ", f.cpu->pack_align);
     f.cpu->pack(pack.data(), wire);

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include <devctx/context.hpp>
+#define DEVCTX_RUNTIME_ENTRY_OK 1
 #include <devctx/detail/runtime/entry.hpp>
 #include <devctx/module.hpp>
 

@@ -196,7 +196,7 @@ std::string wrapper_source(const Module& module, std::string_view name, Target t
   s += module.source();
   s += "\n#line 1 \"";
   s += kEntryFile;
-  s += "\"\n#include <devctx/detail/runtime/entry.hpp>\n";
+  s += "\"\n#define DEVCTX_RUNTIME_ENTRY_OK 1\n#include <devctx/detail/runtime/entry.hpp>\n";
   const std::string k = "&" + std::string(name);
   if (target == Target::cpu) {
     s += "extern \"C\" __attribute__((visibility(\"default\"))) const devctx::detail::rt::CpuEntry* devctx_rt_entry() {\n";

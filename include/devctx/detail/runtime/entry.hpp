@@ -6,6 +6,10 @@
 // __device__ constant. Included only by that generated code.
 #pragma once
 
+#if !defined(DEVCTX_RUNTIME_ENTRY_OK)
+#error "<devctx/detail/runtime/entry.hpp> is private to devctx: include <devctx/devctx.hpp> (this one is for the code devctx generates around runtime-compiled kernels)"
+#endif
+
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
 #include <cstddef>
@@ -94,10 +98,13 @@ template <auto K, bool BlockLevel, class... P>
 struct CudaEntryFor {
   static constexpr WireOffsets<sizeof...(P)> layout = wire_offsets<P...>();
   using Wire = WireBytes<layout.size, layout.align>;
+  /// Offsets as constants of their own: device code may not read a host constexpr array.
+  template <std::size_t I>
+  static constexpr std::size_t offset = layout.offset[I];
   template <std::size_t... I>
   __device__ static void run(const unsigned char* wire, std::index_sequence<I...>) {
-    if constexpr (BlockLevel) K(::devctx::Block{}, from_wire<P>(wire + layout.offset[I])...);
-    else K(from_wire<P>(wire + layout.offset[I])...);
+    if constexpr (BlockLevel) K(::devctx::Block{}, from_wire<P>(wire + offset<I>)...);
+    else K(from_wire<P>(wire + offset<I>)...);
   }
   __device__ static void run(const Wire& wire) { run(wire.bytes, std::index_sequence_for<P...>{}); }
   using Signature = SignatureOf<BlockLevel, P...>;

@@ -7,7 +7,7 @@
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
-#error "<devctx/detail/runtime/signature.hpp> is private to devctx: include <devctx/module.hpp> instead"
+#error "<devctx/detail/runtime/signature.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/module.hpp>) instead"
 #endif
 
 #include <cstddef>
