@@ -206,6 +206,7 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
                                      std::to_string(info.compute_capability_minor)
                                : std::string();
 
+  const bool initial_exec_tls = target == rt::Target::cpu && rt::devctx_in_main_program();
   std::string options;
   for (const auto& o : module.options()) options += o + '\n';
   rt::Hasher key_hash;
@@ -214,7 +215,7 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
       .add(DEVCTX_RT_VERSION)
       .add(rt::tree_hash(rt::include_directory()))
       .add(rt::compiler_identity(target))
-      .add(target == rt::Target::cpu ? cpu_target() : "cuda-" + arch)
+      .add(target == rt::Target::cpu ? cpu_target() + (initial_exec_tls ? "-tls-ie" : "") : "cuda-" + arch)
       .add(module.name())
       .add(module.source())
       .add(options)
@@ -230,7 +231,8 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
   f->load_kind = payload ? LoadKind::cached : LoadKind::compiled;
   if (!payload) {
     const std::string source = rt::wrapper_source(module, name, target);
-    payload = rt::compile(target, source, module, name, std::filesystem::temp_directory_path(), arch);
+    payload = rt::compile(target, source, module, name, std::filesystem::temp_directory_path(), arch,
+                           initial_exec_tls);
     if (dir) rt::cache_store(*dir, key, *payload);
   }
   if (target == rt::Target::cpu) {

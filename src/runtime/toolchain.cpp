@@ -3,12 +3,14 @@
 #include "runtime/toolchain.hpp"
 
 #include <fcntl.h>
+#include <link.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -210,8 +212,31 @@ std::string wrapper_source(const Module& module, std::string_view name, Target t
   return s;
 }
 
+bool devctx_in_main_program() {
+  static const bool in_main = [] {
+    struct Probe {
+      std::uintptr_t address;
+      bool found;
+    } probe{reinterpret_cast<std::uintptr_t>(&devctx_in_main_program), false};
+    // The first object dl_iterate_phdr reports is the main program.
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) -> int {
+          auto* p = static_cast<Probe*>(data);
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+            const std::uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+            if (ph.p_type == PT_LOAD && p->address >= begin && p->address < begin + ph.p_memsz) p->found = true;
+          }
+          return 1;  // stop after the main program
+        },
+        &probe);
+    return probe.found;
+  }();
+  return in_main;
+}
+
 std::string compile(Target target, const std::string& source, const Module& module, std::string_view name,
-                    const std::filesystem::path& work_root, const std::string& arch) {
+                    const std::filesystem::path& work_root, const std::string& arch, bool initial_exec_tls) {
   const WorkDir work(work_root);
   const std::filesystem::path src = work.path / (target == Target::cpu ? "kernel.cpp" : "kernel.cu");
   const std::filesystem::path out = work.path / (target == Target::cpu ? "kernel.so" : "kernel.cubin");
@@ -228,6 +253,7 @@ std::string compile(Target target, const std::string& source, const Module& modu
     for (const char* o : {"-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fvisibility-inlines-hidden",
                           "-fstack-clash-protection", "-w"})
       argv.emplace_back(o);
+    if (initial_exec_tls) argv.emplace_back("-ftls-model=initial-exec");
   } else {
     for (const char* o : {"-cubin", "-O3", "--expt-relaxed-constexpr", "-w"}) argv.emplace_back(o);
     argv.push_back("-arch=" + arch);

@@ -31,10 +31,17 @@ void check_kernel_name(std::string_view name);
 /// line 1 as `module.name()`), then the entry devctx needs (devctx/detail/runtime/entry.hpp).
 [[nodiscard]] std::string wrapper_source(const Module& module, std::string_view name, Target target);
 
+/// Whether devctx is part of the main program (a static libdevctx linked into it): its
+/// thread-locals then live in the static TLS block, which kernels' shared objects may reach
+/// with the initial-exec model (a direct offset instead of a __tls_get_addr call per function).
+[[nodiscard]] bool devctx_in_main_program();
+
 /// Compiles `source` into the bytes of a shared object (CPU) or a cubin for `arch` (CUDA, sm_XY)
-/// in a fresh directory under `work_root`, removed afterwards. Throws CompileError when the
-/// compiler fails, Error(not_available) when it cannot be run.
+/// in a fresh directory under `work_root`, removed afterwards. `initial_exec_tls`: the CPU
+/// shared object reaches devctx's thread-locals with the initial-exec model. Throws
+/// CompileError when the compiler fails, Error(not_available) when it cannot be run.
 [[nodiscard]] std::string compile(Target target, const std::string& source, const Module& module, std::string_view name,
-                                  const std::filesystem::path& work_root, const std::string& arch);
+                                  const std::filesystem::path& work_root, const std::string& arch,
+                                  bool initial_exec_tls);
 
 }  // namespace devctx::detail::rt
