@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/runtime/cuda_module.cpp - loading a runtime-compiled kernel's cubin on a CUDA device
+// src/backends/cuda/runtime_module.cpp - loading a runtime-compiled kernel's cubin on a CUDA device
 // (cuda_module.hpp) through the runtime's library API: cudaLibraryLoadData, the __global__
 // entry "devctx_rt_kernel" and the __device__ constant "devctx_rt_signature" that
 // devctx/detail/runtime/entry.hpp defines.
@@ -18,6 +18,13 @@ std::string load_cuda_module(RuntimeFunction& f, DeviceImpl& device, const std::
       fail(Errc::backend_error, "compile_function(\"", f.name, "\") on ", device.label(), ": ", call, " failed: ",
            cudaGetErrorString(e));
   };
+  // The device current on the calling thread is the caller's: restored on the way out.
+  int previous = 0;
+  check(cudaGetDevice(&previous), "cudaGetDevice");
+  struct Restore {
+    int device;
+    ~Restore() { (void)cudaSetDevice(device); }
+  } restore{previous};
   check(cudaSetDevice(device.info().id), "cudaSetDevice");
   cudaLibrary_t library = nullptr;
   check(cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cudaLibraryLoadData");

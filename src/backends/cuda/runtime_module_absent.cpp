@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/runtime/cuda_module_absent.cpp - load_cuda_module in a build without the CUDA backend
+// src/backends/cuda/runtime_module_absent.cpp - load_cuda_module in a build without the CUDA backend
 // (where no CUDA device exists to compile for).
 #include "core/errors.hpp"
 #include "runtime/cuda_module.hpp"
