@@ -155,7 +155,8 @@ class KernelArg {
       kind_ = Kind::scalar;
       type_ = detail::rt::ScalarOf<D>::value;
       element_bytes_ = sizeof(D);
-      type_name_ = detail::type_name<D>();
+      static constexpr std::string_view spelled = detail::type_name<D>();  // at compile time
+      type_name_ = spelled;
       if constexpr (std::is_same_v<D, bool>) value_.u = arg ? 1 : 0;
       else if constexpr (std::is_floating_point_v<D>) value_.f = static_cast<double>(arg);
       else if constexpr (std::is_signed_v<D>) value_.i = static_cast<long long>(arg);
@@ -190,7 +191,8 @@ class KernelArg {
     kind_ = Kind::memory;
     type_ = detail::rt::ScalarOf<T>::value;
     element_bytes_ = sizeof(T);
-    type_name_ = detail::type_name<T>();
+    static constexpr std::string_view spelled = detail::type_name<T>();  // at compile time
+    type_name_ = spelled;
     allocation_ = allocation;
     data_ = data;
     count_ = count;
