@@ -366,6 +366,27 @@ DEVCTX_KERNEL void broken(devctx::span<float> y) {
   } catch (const devctx::CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("could not be instantiated"), std::string::npos) << e.what();
   }
+  // Parameters runtime kernels cannot pass: a LayoutTensor does not compile; a struct compiles,
+  // and its launch is refused.
+  const devctx::Module forms(R"(#include <devctx/kernel.hpp>
+#include <devctx/tensor.hpp>
+struct Pair { int a; float b; };
+DEVCTX_KERNEL void with_struct(Pair p, devctx::span<float> out) { out[0] = float(p.a) + p.b; }
+DEVCTX_KERNEL void with_tensor(devctx::LayoutTensor<float, devctx::RowMajor<4, 4>> t) { t(0, 0) = 1.0f; }
+)",
+                             "forms.cpp");
+  try {
+    (void)ctx().compile_function(forms, "with_tensor");
+    FAIL() << "no CompileError";
+  } catch (const devctx::CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("could not be instantiated"), std::string::npos) << e.what();
+  }
+  const auto with_struct = ctx().compile_function(forms, "with_struct");
+  EXPECT_EQ(with_struct.params()[0].type, devctx::ScalarType::other);
+  EXPECT_EQ(with_struct.params()[0].element_bytes, 8u);
+  auto out = poisoned_buffer<float>(ctx(), 1);
+  expect_error(devctx::Errc::invalid_argument, {"parameter 1", "Pair", "struct parameter"},
+               [&] { ctx().enqueue_function(with_struct, cover(1), 1, out); });
   expect_error(devctx::Errc::invalid_argument, {"is not a kernel name"}, [&] { (void)compile("x; int y"); });
   expect_error(devctx::Errc::invalid_argument, {"empty"}, [] { devctx::Module m(""); });
 }

@@ -118,15 +118,14 @@ std::string excerpt(const std::string& log, const Module& module, std::string_vi
   std::ostringstream out;
   std::istringstream in(log);
   int shown = 0;
-  bool entry_error = false;
+  std::vector<std::string> elsewhere;  // errors in devctx's entry or headers
   for (std::string line; std::getline(in, line) && shown < 3;) {
     if (line.find("error") == std::string::npos) continue;
-    if (line.starts_with(kEntryFile)) {
-      entry_error = true;
+    const std::size_t n = user_line(line, module.name());
+    if (n == 0) {
+      if (elsewhere.size() < 2 && line.find(": note:") == std::string::npos) elsewhere.push_back(line);
       continue;
     }
-    const std::size_t n = user_line(line, module.name());
-    if (n == 0) continue;
     ++shown;
     out << line << '\n';
     const std::size_t first = n > 2 ? n - 2 : 1;
@@ -134,10 +133,12 @@ std::string excerpt(const std::string& log, const Module& module, std::string_vi
       out << (i == n ? " >" : "  ") << std::string(5 - std::min<std::size_t>(5, std::to_string(i).size()), ' ') << i
           << " | " << source_lines[i - 1] << '\n';
   }
-  if (shown == 0 && entry_error)
+  if (shown == 0 && !elsewhere.empty()) {
     out << "the kernel `" << name << "` could not be instantiated: is it a DEVCTX_KERNEL function of "
         << module.name() << ", with the template arguments it needs, whose parameters are spans, pointers or "
         << "trivially copyable values?\n";
+    for (const auto& line : elsewhere) out << line << '\n';
+  }
   return out.str();
 }
 
