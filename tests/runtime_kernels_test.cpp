@@ -461,6 +461,17 @@ TEST_P(RuntimeKernels, ReadOnlyOrDisabledCacheStillCompiles) {
   EXPECT_TRUE(cache.entries().empty());
 }
 
+TEST_P(RuntimeKernels, MissingCompilerSaysWhatToInstall) {
+  const TempCache cache;
+  const devctx_test::ScopedEnv cxx(on_cpu() ? "DEVCTX_CXX" : "DEVCTX_NVCC", "/nonexistent/devctx-test-compiler");
+  const devctx::Module m(kSource, "missing.cpp", {"-DCACHE_TEST_TOKEN=" + std::to_string(rng())});
+  expect_error(devctx::Errc::not_available,
+               {"/nonexistent/devctx-test-compiler", "cannot be run", on_cpu() ? "apt install g++" : "nvcc",
+                on_cpu() ? "DEVCTX_CXX" : "DEVCTX_NVCC"},
+               [&] { (void)ctx().compile_function(m, "vector_add"); });
+  EXPECT_TRUE(cache.entries().empty());
+}
+
 /// Started twice at once by ConcurrentProcessesCompileOneKernel (in other processes): compiles
 /// and runs the kernel named by DEVCTX_RT_CHILD_TOKEN, printing how it was loaded.
 TEST(RuntimeKernelsChild, CompileAndRun) {
