@@ -280,6 +280,25 @@ TEST_P(RuntimeKernels, RunsOnAnotherStream) {
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(c[i], a[i] + a[i]) << i;
 }
 
+TEST_P(RuntimeKernels, RecordedInAGraphAndReplayed) {
+  const auto f = compile("saxpy<float>");
+  const std::size_t n = 3000;
+  const auto x = devctx_test::random_small_ints<float>(rng, n, -20, 20);
+  auto dx = upload(ctx(), x);
+  auto dy = upload(ctx(), std::vector<float>(n, 0.0f));
+  ctx().synchronize();
+  devctx::Graph g = devctx::Graph::record(ctx(), [&](devctx::StreamRef s) {
+    s.enqueue_function(f, cover(n), 2.0f, dx, dy);
+    s.enqueue_function(f, cover(n), -1.0f, dx, dy);
+  });
+  EXPECT_EQ(g.kernel_count(), 2u);
+  const int replays = 5;
+  for (int r = 0; r < replays; ++r) g.enqueue(ctx());
+  const auto y = download(ctx(), dy);
+  ctx().synchronize();
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(y[i], float(replays) * x[i]) << i;  // (2 - 1) per replay
+}
+
 // ---- arguments checked against the compiled signature ----------------------------------------------
 
 TEST_P(RuntimeKernels, MismatchesNameTheParameterAndEnqueueNothing) {

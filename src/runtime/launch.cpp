@@ -255,6 +255,7 @@ void queue_launch_runtime(QueueImpl& queue, const DeviceFunction& function, cons
     l.args_size = f.wire_size == 0 ? 1 : f.wire_size;
     l.args_align = f.wire_align;
     cuda_args[0] = wire;
+    l.param_count = 1;  // cuda_args' length (a graph copies that many)
     l.cuda_function = f.cuda_kernel;
     l.cuda_args = cuda_args;
   }
