@@ -5,44 +5,37 @@
 //   2. cost per launch of a tiny kernel (many enqueued, then one synchronize), runtime against compiled-in;
 //   3. a barrier-heavy reduction and saxpy over 2^22 floats, runtime against compiled-in.
 // Prints a Markdown table; ratios are against the compiled-in row measured in the same run.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <devctx/devctx.hpp>
 
 #include "compiled_in.hpp"
+#include "support/args.hpp"
+#include "support/clock.hpp"
+#include "support/stats.hpp"
+#include "support/trials.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-/// Median over `reps` of the milliseconds `f` takes.
-double time_ms(int reps, const std::function<void()>& f) {
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  return median(t);
-}
+using devctx_bench::median;
 
 void set_env(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  int trials = 7;
+  devctx_bench::Args args("devctx_bench_runtime_kernels",
+                          "Runtime-compiled kernels against the same kernels compiled in: cold compile, cached load, "
+                          "launch cost, kernel speed (DEVCTX_DEVICE picks the device)");
+  args.option("--trials", trials, "alternating trials of each comparison (their median is printed)", 1, 1000);
+  args.parse(argc, argv);
   std::string dir = (std::filesystem::temp_directory_path() / "devctx-bench-cache-XXXXXX").string();
   if (::mkdtemp(dir.data()) == nullptr) return 1;
   set_env("DEVCTX_CACHE_DIR", dir);
@@ -75,19 +68,17 @@ int main() {
 
   // The two forms alternate, so that drift in the machine's load affects both alike.
   auto pair = [&](const std::function<void()>& compiled, const std::function<void()>& runtime, int reps) {
-    std::vector<double> a, b;
-    for (int r = 0; r <= reps; ++r) {
-      const double ta = time_ms(1, [&] {
-        compiled();
-        ctx.synchronize();
-      });
-      const double tb = time_ms(1, [&] {
-        runtime();
-        ctx.synchronize();
-      });
-      if (r > 0) a.push_back(ta), b.push_back(tb);  // the first pair warms up
-    }
-    return std::pair{median(a), median(b)};
+    const auto timed = [&](const std::function<void()>& f) {
+      return [&, f] {
+        return devctx_bench::seconds_of([&] {
+                 f();
+                 ctx.synchronize();
+               }) *
+               1e3;
+      };
+    };
+    const auto m = devctx_bench::alternating_medians(reps, 1, {timed(compiled), timed(runtime)});  // one warm-up pair
+    return std::pair{m[0], m[1]};
   };
 
   // 2. Launch cost: enqueue only (the tiny kernel runs while the next is enqueued).
@@ -99,7 +90,7 @@ int main() {
                                                   for (int i = 0; i < launches; ++i)
                                                     ctx.enqueue_function(noop, {.grid_dim = 1, .block_dim = 32}, out, 1.0f);
                                                 },
-                                                7);
+                                                trials);
   compiled_launch *= 1000.0 / launches;
   runtime_launch *= 1000.0 / launches;
 
@@ -113,9 +104,9 @@ int main() {
   ctx.synchronize();
   const devctx::LaunchConfig cover{.grid_dim = unsigned(n / 256), .block_dim = 256};
   const auto [sum_compiled, sum_runtime] = pair([&] { launch_block_sum(ctx, cover, x, sums); },
-                                                [&] { ctx.enqueue_function(block_sum, cover, x, sums); }, 5);
+                                                [&] { ctx.enqueue_function(block_sum, cover, x, sums); }, trials);
   const auto [saxpy_compiled, saxpy_runtime] = pair([&] { launch_saxpy(ctx, cover, x, y); },
-                                                    [&] { ctx.enqueue_function(saxpy, cover, 2.0f, x, y); }, 9);
+                                                    [&] { ctx.enqueue_function(saxpy, cover, 2.0f, x, y); }, trials);
 
   std::printf("| measure | compiled in | runtime-compiled | runtime / compiled in |\n|---|---|---|---|\n");
   std::printf("| tiny kernel, us per launch (%d enqueued, then synchronize) | %.3f | %.3f | %.2f |\n", launches, compiled_launch,
