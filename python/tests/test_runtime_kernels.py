@@ -291,3 +291,37 @@ def test_readme_snippet(ctx):
   }"""), "add")
     ctx.enqueue_function(add, a, a, out, grid_dim=1, block_dim=256)
     np.testing.assert_array_equal(devctx.to_numpy(out), 2 * np.arange(8, dtype=np.float32))
+
+
+# ---- GPU only: foreign arrays and host memory ------------------------------------------------------
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_gpu_dlpack_arguments(library, rng):
+    lib = gpu_or_skip(library)
+    ctx = devctx.Context("cuda")
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    x, y = rng.standard_normal(1000, dtype=np.float32), rng.standard_normal(1000, dtype=np.float32)
+    if library == "torch":
+        gx, gy = lib.from_numpy(x).cuda(), lib.from_numpy(y).cuda()
+    else:
+        gx, gy = lib.asarray(x), lib.asarray(y)
+    ctx.enqueue_function(fn, 2.0, gx, gy, grid_dim=4, block_dim=256)
+    ctx.synchronize()
+    got = gy.cpu().numpy() if library == "torch" else lib.asnumpy(gy)
+    np.testing.assert_array_equal(got, np.float32(2) * x + y)
+
+
+def test_gpu_refuses_host_memory(rng):
+    gpu_or_skip()
+    ctx = devctx.Context("cuda")
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    y = rng.standard_normal(300, dtype=np.float32)
+    d_y = devctx.to_device(ctx, y)
+    with pytest.raises(devctx.Error):
+        ctx.enqueue_function(fn, 1.0, np.ones(300, np.float32), d_y, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_y, y)
+    cpu = devctx.Context("cpu")
+    with pytest.raises(devctx.Error):  # memory of another device
+        ctx.enqueue_function(fn, 1.0, devctx.to_device(cpu, y), d_y, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_y, y)
