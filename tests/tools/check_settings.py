@@ -7,7 +7,9 @@ table: every DEVCTX_* environment variable read in src/, include/, tools/, pytho
        scripts/ (getenv, env_flag, env_size, env_text, os.environ, ${DEVCTX_X:-...}) has a row in
        src/core/settings_table.hpp; every row is read somewhere; README.md lists every row, and
        docs/errors.md lists every row the library reads (a malformed value is an invalid_argument).
-map:   every file under src/ is named in docs/internals.md (by its path below src/, or its name).
+map:   every file under src/ is named in docs/internals.md: by its path, or in backquotes by its name
+       (`regions.hpp`), the end of its path (`check/regions.hpp`) or with its twin
+       (`regions.{hpp,cpp}`).
 """
 import pathlib
 import re
@@ -85,9 +87,12 @@ def check_map(root):
     for path in files:
         below = path.relative_to(root / "src").as_posix()
         stem, suffix = path.stem, path.suffix
-        pair = re.compile(rf"`{re.escape(stem)}\.\w+/\.\w+`")  # `settings.hpp/.cpp` names both
-        named = below in internals or f"`{path.name}`" in internals
-        named = named or any(suffix in m.group(0) for m in pair.finditer(internals))
+        # `settings.{hpp,cpp}` names both files; a folder's row may name its files as `dir/name.cpp`
+        both = re.compile(rf"`(?:[\w/]*/)?{re.escape(stem)}\.\{{([\w,]+)\}}`")
+        parts = below.split("/")
+        tails = ["/".join(parts[k:]) for k in range(len(parts))]  # check/regions.hpp, regions.hpp
+        named = below in internals or any(f"`{tail}`" in internals for tail in tails)
+        named = named or any(suffix[1:] in m.group(1).split(",") for m in both.finditer(internals))
         if not named:
             problems.append(f"src/{below} is not named in docs/internals.md")
     print(f"{len(files)} files under src/ checked against docs/internals.md")
