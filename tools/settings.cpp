@@ -13,7 +13,8 @@ namespace devctx_tool {
 
 int run_settings() {
   using devctx::detail::kSettings;
-  std::printf("DEVCTX_* environment variables (src/core/settings_table.hpp); flags take 1, true, yes, on / 0, false, no, off\n");
+  std::printf(
+      "DEVCTX_* environment variables (src/core/settings_table.hpp); flags take 1, true, yes, on / 0, false, no, off\n");
   const char* heading = nullptr;
   for (const auto& s : kSettings) {
     const char* group = s.reader == devctx::detail::SettingReader::library ? "read by the library (every program)"
