@@ -31,10 +31,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "== AArch64 cross build (qemu-aarch64 runs the tests)"
-# Built as scripts/test.sh builds for CI (-O2 without debug information, a unity build).
-cmake -S . -B "$dir" -G Ninja --toolchain cmake/toolchains/aarch64-linux-gnu.cmake \
-  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" -DCMAKE_UNITY_BUILD=ON \
-  -DDEVCTX_ENABLE_CUDA=OFF -DDEVCTX_WARNINGS_AS_ERRORS=ON -DDEVCTX_BUILD_BENCH=OFF >/dev/null
+# Built as scripts/test.sh builds for CI (-O2 without debug information, a unity build): the
+# preset aarch64 of CMakePresets.json (its toolchain file), in BUILD_DIR.
+cmake --preset aarch64 -B "$dir" >/dev/null
 cmake --build "$dir" -j "$jobs"
 # The trust tests' death tests re-execute the AArch64 program themselves, which the kernel can
 # only do with qemu registered with binfmt_misc (qemu-user-binfmt's entry; mounted and registered

@@ -15,13 +15,30 @@
 #  5. the libFuzzer harness (clang, ASan + UBSan); 6. the Python package and its pytest suite;
 #  7. the CPU suite with 1 and 3 workers, under ASan + UBSan with the portable Boost.Context fiber
 #     switch, under TSan, and cross-built for AArch64 under qemu-user.
+# Every configuration is a preset of CMakePresets.json (build directory build-test-<preset>), so
+# that a failure here is reproduced with `cmake --preset <name> && cmake --build --preset <name>
+# && ctest --preset <name>` (cuda, cpu, release-cpu, fuzz, asan, tsan; aarch64 through
+# scripts/cross-aarch64.sh).
 # CI's machine has 2 cores and CI's time is bounded: the builds here are made for building fast
 # (docs/internals.md, "CI"): no debug information, unity builds (CMAKE_UNITY_BUILD), -Og / -O1
 # under the sanitizers. A developer's build keeps CMake's usual build types. Every build treats
 # warnings as errors: the C++ compiler's -Wall -Wextra on every target, and nvcc's own warnings and
 # its host compiler's for CUDA sources (cmake/devctxWarnings.cmake).
+#
+# Usage: bash scripts/test.sh            the whole CI (.ci/run runs exactly this)
+#        bash scripts/test.sh --quick    the inner loop before a commit: CI's CPU build, built
+#            incrementally in build-quick (kept between runs, through ccache when installed), and
+#            the CPU suite without its long repeats (preset quick: no compile-fail snippets, fuzzer
+#            runs, checking-mode or 1/3-worker reruns). A few minutes once built (docs/internals.md,
+#            "The inner loop"); it is not what CI runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  *) echo "usage: bash scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 # Every step starts with `section NAME` (its banner); the seconds each took are printed at the end,
 # also when a step fails, so that CI's log shows where its time goes.
 section_name="setup (scripts/setup.sh)"
@@ -50,13 +67,27 @@ run_started=$(mktemp)
 # gtest prints only failed tests and the summary (GTEST_BRIEF): a failure stays visible in CI's log.
 export GTEST_BRIEF=1
 bash scripts/setup.sh
+jobs=$(nproc)
+# preset NAME [CMAKE_ARGS...]: configure (CMakePresets.json's NAME, plus CMAKE_ARGS), build, run
+# the tests of the test preset NAME (its labels and sanitizer options).
+preset() {
+  local name=$1; shift
+  cmake --preset "$name" "$@" >/dev/null
+  cmake --build --preset "$name" -j "$jobs"
+  ctest --preset "$name" -j "$jobs"
+}
+if [ $quick = 1 ]; then
+  section "quick: CPU build (preset quick, build-quick) and the CPU suite"
+  launcher=()
+  command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  preset quick "${launcher[@]}"
+  exit 0
+fi
 # The tools tests validate `devctx bench --json` against its schema; here the schema is required.
 export DEVCTX_REQUIRE_JSONSCHEMA=1
-jobs=$(nproc)
-# Built for CI's time: -O2 without debug information (-g made a test file 36% slower to compile),
-# translation units built together (CMAKE_UNITY_BUILD), warnings as errors.
-ci_build=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG"
-  -DCMAKE_UNITY_BUILD=ON -DDEVCTX_WARNINGS_AS_ERRORS=ON)
+# Built for CI's time (presets inheriting ci-base): -O2 without debug information (-g made a test
+# file 36% slower to compile), translation units built together (CMAKE_UNITY_BUILD), warnings as
+# errors.
 full=cpu
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
@@ -66,23 +97,21 @@ else
 fi
 # The whole suite (every label) in the full build: the CUDA one when nvcc is here.
 section "configuration $full (DEVCTX_ENABLE_CUDA=$([ $full = cuda ] && echo ON || echo OFF)): build, whole suite"
-cuda_flags=(-DDEVCTX_ENABLE_CUDA=OFF)
-[ $full = cuda ] && cuda_flags=(-DDEVCTX_ENABLE_CUDA=ON "-DCMAKE_CUDA_FLAGS_RELEASE=-O2 -DNDEBUG")
-cmake -S . -B "build-test-$full" "${ci_build[@]}" "${cuda_flags[@]}" >/dev/null
-cmake --build "build-test-$full" -j "$jobs"
-ctest --test-dir "build-test-$full" --output-on-failure -j "$jobs"
+preset $full
 if [ $full = cuda ]; then
   # What the consumers below install: the library and the tool, with the C++ compiler alone.
   # Built as scripts/demo.sh builds them, not for speed: CMake's Release flags (-O3) and one
   # translation unit per source file. GCC's warnings that depend on what it inlines
   # (-Wstringop-overflow, -Wrestrict) showed in that shape and not in the unity builds.
   section "configuration cpu (DEVCTX_ENABLE_CUDA=OFF): the library and the tool, non-unity, -O3"
-  cmake -S . -B build-test-cpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=OFF \
-    -DDEVCTX_WARNINGS_AS_ERRORS=ON -DDEVCTX_ENABLE_CUDA=OFF -DDEVCTX_BUILD_TESTS=OFF \
-    -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-test-cpu -j "$jobs"
-  build-test-cpu/tools/devctx info --brief
+  cmake --preset release-cpu >/dev/null
+  cmake --build --preset release-cpu -j "$jobs"
+  build-test-release-cpu/tools/devctx info --brief
 fi
+# The library and the tool the consumers install: the release-cpu build beside a CUDA one, else
+# the CPU build itself.
+consumer_cpu=build-test-cpu
+[ $full = cuda ] && consumer_cpu=build-test-release-cpu
 section "examples as an outside consumer (find_package(devctx))"
 bash examples/consumer-check.sh "build-test-$full" build-test-consumer
 
@@ -90,18 +119,14 @@ bash examples/consumer-check.sh "build-test-$full" build-test-consumer
 section "CMake routes, shared library, pkg-config and Conan (tests/consumers/run.sh)"
 cuda_build=()
 [ $full = cuda ] && cuda_build=(build-test-cuda)
-bash tests/consumers/run.sh build-test-consumers build-test-cpu "${cuda_build[@]}"
+bash tests/consumers/run.sh build-test-consumers "$consumer_cpu" "${cuda_build[@]}"
 
 # ---- step 5: fuzzing (docs/fuzzing.md) ----------------------------------------------------------------
 # The differential fuzzer ran above (ctest label fuzz). Here: devctx built by clang with ASan and
 # UBSan in its own build directory, the checked-in corpus replayed, then a bounded libFuzzer run
 # (DEVCTX_FUZZ_SECONDS, default 60). A failing input is left in build-test-fuzz/tests/fuzz_artifacts.
 section "libFuzzer harness (clang, ASan + UBSan, ${DEVCTX_FUZZ_SECONDS:-60} s)"
-cmake -S . -B build-test-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DDEVCTX_ENABLE_CUDA=OFF -DDEVCTX_BUILD_FUZZERS=ON -DDEVCTX_FUZZ_SECONDS="${DEVCTX_FUZZ_SECONDS:-60}" \
-  -DDEVCTX_BUILD_BENCH=OFF -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF >/dev/null
-cmake --build build-test-fuzz -j "$jobs" --target devctx_fuzz_libfuzzer
-ctest --test-dir build-test-fuzz --output-on-failure -L libfuzzer
+preset fuzz -DDEVCTX_FUZZ_SECONDS="${DEVCTX_FUZZ_SECONDS:-60}"
 
 # ---- step 6: the Python package (python/, issue 12) ----------------------------------------------
 # `pip install ./python` into a virtual environment of Debian's python3, then its pytest suite:
@@ -120,15 +145,8 @@ section "the CPU suite with 1 and 3 workers (DEVCTX_CPU_THREADS)"
 for workers in 1 3; do
   DEVCTX_CPU_THREADS=$workers ctest --test-dir "build-test-$full" --output-on-failure -j "$jobs" -LE "compile|fuzz|checked|workers"
 done
-# extra_config NAME OPTIMIZATION CMAKE_ARGS...: configure, build and run the suite. Labels left
-# out: LEAVE_OUT (default compile|fuzz|checked|workers).
-extra_config() {
-  local dir="build-test-$1" opt=$2; shift 2
-  cmake -S . -B "$dir" "${ci_build[@]}" "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG" -DDEVCTX_ENABLE_CUDA=OFF \
-    -DDEVCTX_BUILD_BENCH=OFF "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" -LE "${LEAVE_OUT:-compile|fuzz|checked|workers}"
-}
+# The presets asan and tsan: CPU-only, without benchmarks; their test presets leave out the labels
+# compile|fuzz|checked|workers (and mpi under TSan) and set the sanitizer options (why: below).
 # Every fiber switch is announced to the sanitizer in these builds (fiber_annotated.cpp).
 # allocator_may_return_null=1: tests ask for absurd sizes on purpose and expect devctx's
 # out_of_memory error; ASan would otherwise abort on the request itself.
@@ -137,9 +155,7 @@ extra_config() {
 # every other build). -Og: UBSan's checks make -O2 builds three times as slow to compile. Every
 # UBSan check is on (a user's UBSan build of their own program is clean too: tests/consumers).
 section "ASan + UBSan, with the portable fiber switch (DEVCTX_FIBER=boost)"
-ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 extra_config asan -Og \
-  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-  -DDEVCTX_FIBER=boost
+preset asan
 section "TSan"
 # Every fiber switch is announced to TSan too (fiber_annotated.cpp; fibers that finish or park
 # reuse their TSan fiber, see fiber_switch.hpp). -Wno-tsan: GCC warns that TSan does not model
@@ -148,7 +164,6 @@ section "TSan"
 # (large sizes: the suite covers the same code; so they are not built either, nor is the tool),
 # and the MPI tests (OpenMPI's own threads are not instrumented; their races would be reported
 # against it).
-LEAVE_OUT="compile|fuzz|checked|workers|mpi" TSAN_OPTIONS="halt_on_error=1 allocator_may_return_null=1" \
-  extra_config tsan -O1 "-DCMAKE_CXX_FLAGS=-fsanitize=thread -Wno-tsan" -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_BUILD_TOOLS=OFF
+preset tsan
 section "AArch64: cross-built, the whole suite under qemu-user (scripts/cross-aarch64.sh)"
 bash scripts/cross-aarch64.sh build-test-aarch64

@@ -60,6 +60,21 @@ TEST(EnvironmentFlags, OneTruthinessRule) {
   }
 }
 
+// The test programs read their own flags (DEVCTX_REQUIRE_GPU) through the same parser
+// (support/test_env.hpp): `yes` requires the GPU as `1` does, instead of skipping its tests.
+TEST(EnvironmentFlags, TheTestsReadRequireGpuByTheLibraryRule) {
+  for (const char* text : {"1", "true", "yes", "YES", "on"}) {
+    const ScopedEnv env("DEVCTX_REQUIRE_GPU", text);
+    EXPECT_TRUE(devctx_test::require_gpu()) << text;
+  }
+  for (const char* text : {"", "0", "false", "no", "Off"}) {
+    const ScopedEnv env("DEVCTX_REQUIRE_GPU", text);
+    EXPECT_FALSE(devctx_test::require_gpu()) << text;
+  }
+  const ScopedEnv env("DEVCTX_REQUIRE_GPU", nullptr);
+  EXPECT_FALSE(devctx_test::require_gpu());
+}
+
 TEST(EnvironmentSizes, ValuesWithinTheRangeAndTheDefault) {
   {
     const ScopedEnv env(kVar, nullptr);

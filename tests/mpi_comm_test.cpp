@@ -14,6 +14,7 @@
 #include <devctx/devctx.hpp>
 
 #include "support/comm_cases.hpp"
+#include "support/test_env.hpp"
 
 namespace {
 
@@ -38,9 +39,8 @@ int main(int argc, char** argv) {
   try {
     const int gpus = gpu ? devctx::DeviceContext::count(devctx::Api::cuda) : 0;
     if (gpu && gpus < launcher_size()) {
-      const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
-      const bool required = require != nullptr && std::string(require) == "1" && gpus == 0;
-      std::printf("%d GPU(s) for %d rank(s): %s\n", gpus, launcher_size(), required ? "FAILED (DEVCTX_REQUIRE_GPU=1)" : "skipped");
+      const bool required = devctx_test::require_gpu() && gpus == 0;
+      std::printf("%d GPU(s) for %d rank(s): %s\n", gpus, launcher_size(), required ? "FAILED (DEVCTX_REQUIRE_GPU is on)" : "skipped");
       return required ? 1 : 77;
     }
     devctx::DeviceContext ctx = gpu ? devctx::DeviceContext(devctx::Api::cuda, local_rank() % gpus)

@@ -124,10 +124,11 @@ int main(int argc, char** argv) {
              "DEVCTX_TRACE_FILE=out.json writes a trace of any devctx program (this one too), DEVCTX_REPORT=1\n"
              "prints where the time went at exit (docs/observability.md).");
 
-  bool brief = false, info_json = false;
+  bool brief = false, info_json = false, info_settings = false;
   auto* info = app.add_subcommand("info", "List every device (CPU and each CUDA GPU) with its properties");
   info->add_flag("-b,--brief", brief, "Values only, without the explanation of each property");
   info->add_flag("--json", info_json, "One JSON document: every device's properties (and a GPU's versions, PCI bus id, clocks, L2)");
+  info->add_flag("--settings", info_settings, "Every DEVCTX_* environment variable: type, default, allowed values, meaning, value now");
 
   DemoOptions demo_options;
   std::string demo_n = std::to_string(demo_options.n);
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*info) return run_info(brief, info_json);
+    if (*info) return info_settings ? run_settings() : run_info(brief, info_json);
     if (*demo) {
       demo_options.n = parse_count(demo_n, "--n", 1, std::size_t{1} << 34);
       return run_demo(demo_options);

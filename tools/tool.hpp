@@ -23,6 +23,9 @@ enum Exit : int { ok = 0, check_failed = 1, error = 2 };
 /// `devctx info`: every device and its properties (`json`: as one JSON document). Returns an Exit code.
 int run_info(bool brief, bool json);
 
+/// `devctx info --settings`: every DEVCTX_* variable (src/core/settings_table.hpp) with its value now.
+int run_settings();
+
 /// A count given on the command line: digits ("1000000") or a whole power-of-ten form ("1e6"),
 /// within [min, max]. Throws std::invalid_argument with a message naming `option` and what
 /// is accepted.

@@ -1,13 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared fixtures of devctx's Python tests: a CPU context, a seeded generator (printed, and
 replayed with DEVCTX_TEST_SEED), and the GPU gate (skip without a GPU, fail instead when
-DEVCTX_REQUIRE_GPU=1)."""
+DEVCTX_REQUIRE_GPU on: 1, true, yes or on, read by the library's flag rule in
+tests/support/devctx_env.py)."""
 import os
+import pathlib
 import random
+import sys
 
 import pytest
 
 import devctx
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "support"))
+import devctx_env  # noqa: E402  (the flag rule, shared with tests/tools)
 
 _SEED = int(os.environ.get("DEVCTX_TEST_SEED", "0"), 0) or random.SystemRandom().randrange(1, 2**63)
 
@@ -30,14 +36,14 @@ def ctx():
 
 
 def require_gpu() -> bool:
-    return os.environ.get("DEVCTX_REQUIRE_GPU") == "1"
+    return devctx_env.require_gpu()
 
 
 def gpu_or_skip(module_name=None):
-    """Skips (fails with DEVCTX_REQUIRE_GPU=1) without a CUDA device or without `module_name`."""
+    """Skips (fails with DEVCTX_REQUIRE_GPU on) without a CUDA device or without `module_name`."""
     if devctx.count("cuda") == 0:
         if require_gpu():
-            pytest.fail("DEVCTX_REQUIRE_GPU=1 but devctx sees no CUDA device (built without CUDA, or no GPU)")
+            pytest.fail("DEVCTX_REQUIRE_GPU is on but devctx sees no CUDA device (built without CUDA, or no GPU)")
         pytest.skip("no CUDA device")
     if module_name is None:
         return None
@@ -45,5 +51,5 @@ def gpu_or_skip(module_name=None):
         return __import__(module_name)
     except ImportError:
         if require_gpu():
-            pytest.fail(f"DEVCTX_REQUIRE_GPU=1 but {module_name} is not installed")
+            pytest.fail(f"DEVCTX_REQUIRE_GPU is on but {module_name} is not installed")
         pytest.skip(f"{module_name} is not installed")

@@ -21,6 +21,7 @@
 
 #include "fuzz/libfuzzer_options.hpp"
 #include "fuzz/session.hpp"
+#include "support/test_env.hpp"
 
 namespace {
 
@@ -96,9 +97,8 @@ int main(int argc, char** argv) {
 
   const devctx::Api api = backend == "cuda" ? devctx::Api::cuda : devctx::Api::cpu;
   if (devctx::DeviceContext::count(api) == 0) {
-    const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
-    const bool required = require != nullptr && std::string(require) == "1";
-    std::printf("devctx_fuzz_diff: no %s device%s\n", backend.c_str(), required ? " (DEVCTX_REQUIRE_GPU=1: failing)" : ": skipped");
+    const bool required = devctx_test::require_gpu();
+    std::printf("devctx_fuzz_diff: no %s device%s\n", backend.c_str(), required ? " (DEVCTX_REQUIRE_GPU is on: failing)" : ": skipped");
     return required ? 1 : 77;
   }
 

@@ -14,6 +14,8 @@
 
 #include <devctx/devctx.hpp>
 
+#include "test_env.hpp"  // require_gpu()
+
 namespace devctx_test::gpu {
 
 inline int failures = 0;
@@ -50,11 +52,10 @@ inline std::uint64_t seed() {
   return s;
 }
 
-/// The exit status of a program that found no GPU: 1 under DEVCTX_REQUIRE_GPU=1, else 77.
+/// The exit status of a program that found no GPU: 1 when DEVCTX_REQUIRE_GPU is on, else 77.
 inline int no_gpu_exit() {
-  const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
-  if (require != nullptr && std::string(require) == "1") {
-    std::printf("FAIL  DEVCTX_REQUIRE_GPU=1 but there is no CUDA device\n");
+  if (devctx_test::require_gpu()) {
+    std::printf("FAIL  DEVCTX_REQUIRE_GPU is on but there is no CUDA device\n");
     return 1;
   }
   std::printf("no CUDA device: skipped\n");

@@ -57,19 +57,6 @@ const std::vector<devctx::Api>& requested_backends() {
   return backends;
 }
 
-bool require_gpu() {
-  const char* text = std::getenv("DEVCTX_REQUIRE_GPU");
-  return text != nullptr && std::string(text) == "1";
-}
-
-bool print_errors() {
-  static const bool enabled = [] {
-    const char* text = std::getenv("DEVCTX_TEST_PRINT_ERRORS");
-    return text != nullptr && std::string(text) == "1";
-  }();
-  return enabled;
-}
-
 std::uint64_t run_seed() {
   static const std::uint64_t seed = make_seed();
   return seed;
@@ -102,7 +89,7 @@ void BackendTest::SetUp() {
   rng = test_rng();
   if (devctx::DeviceContext::count(api()) == 0) {
     if (api() == devctx::Api::cuda && require_gpu())
-      FAIL() << "DEVCTX_REQUIRE_GPU=1 but DeviceContext::count(Api::cuda) is 0"
+      FAIL() << "DEVCTX_REQUIRE_GPU is on but DeviceContext::count(Api::cuda) is 0"
              << (cuda_built() ? " (no GPU visible)" : " (devctx was built without CUDA)");
     GTEST_SKIP() << "no " << devctx::to_string(api()) << " device present";
   }
@@ -138,7 +125,7 @@ int main(int argc, char** argv) {
   testing::UnitTest::GetInstance()->listeners().Append(new devctx_test::SeedPrinter);
   const int result = RUN_ALL_TESTS();
   // 77: ctest's SKIP_RETURN_CODE. The tests themselves were skipped (GTEST_SKIP) because no
-  // requested backend has a device; with DEVCTX_REQUIRE_GPU=1 they failed instead.
+  // requested backend has a device; with DEVCTX_REQUIRE_GPU on they failed instead.
   if (result == 0 && !any_present && !devctx_test::require_gpu()) {
     std::printf("devctx tests: no requested backend has a device here: reporting the run as skipped\n");
     return 77;

@@ -5,7 +5,7 @@
 // Each behavioural test is written once as TEST_P(BackendTest, ...) (or a fixture derived from
 // BackendTest) and runs once per backend named in DEVCTX_TEST_BACKENDS (comma list of cpu,
 // cuda; default: every backend that was built). A backend with no device present skips its
-// tests (GTEST_SKIP), unless DEVCTX_REQUIRE_GPU=1, which turns a missing CUDA device into a
+// tests (GTEST_SKIP), unless DEVCTX_REQUIRE_GPU is on (1, true, yes or on: the library's flag rule), which turns a missing CUDA device into a
 // failure.
 #pragma once
 
@@ -28,6 +28,8 @@
 #include <vector>
 
 #include <devctx/devctx.hpp>
+
+#include "test_env.hpp"  // require_gpu(), print_errors()
 
 namespace devctx {
 /// gtest prints the backend parameter by name ("cpu") rather than as raw bytes.
@@ -54,8 +56,6 @@ inline constexpr bool kUnderTsan = false;
 
 /// The backends this run covers, from DEVCTX_TEST_BACKENDS.
 const std::vector<devctx::Api>& requested_backends();
-/// True when DEVCTX_REQUIRE_GPU=1: a missing CUDA device is a failure, not a skip.
-bool require_gpu();
 /// True when devctx was built with the CUDA backend.
 constexpr bool cuda_built() {
 #if defined(DEVCTX_TESTS_CUDA_BUILT)
@@ -214,10 +214,8 @@ testing::AssertionResult all_near(const std::vector<T>& expected, const std::vec
   return result << "\n  " << bad << " of " << expected.size() << " elements differ";
 }
 
-/// True when DEVCTX_TEST_PRINT_ERRORS=1: every error a test provokes is printed (docs/errors.md
-/// quotes them).
-bool print_errors();
-
+// print_errors() (test_env.hpp): when DEVCTX_TEST_PRINT_ERRORS is on, every error a test
+// provokes is printed (docs/errors.md quotes them).
 /// Runs `f` and returns the devctx::Error it throws; fails the test if it throws nothing.
 template <class F>
 std::optional<devctx::Error> error_of(F&& f) {

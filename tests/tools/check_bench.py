@@ -5,7 +5,7 @@ well-formed XML with exactly one <polyline> per series of the plot, each with it
 
 usage: check_bench.py DEVCTX_TOOL SCHEMA SUITE WORKDIR [DEVICE]
 DEVICE (default cpu) may be cuda: then the raw CUDA rows must be there too, and without a GPU
-the check is skipped (exit code 77), or fails when DEVCTX_REQUIRE_GPU=1.
+the check is skipped (exit code 77), or fails when DEVCTX_REQUIRE_GPU is on.
 """
 import json
 import os
@@ -15,10 +15,13 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+import devctx_env  # noqa: E402  (the library's flag rule for DEVCTX_* flags)
+
 try:
     import jsonschema  # python3-jsonschema: scripts/packages.txt installs it, and CI requires it
 except ModuleNotFoundError:  # e.g. the GPU machine, which has no package registry
-    if os.environ.get("DEVCTX_REQUIRE_JSONSCHEMA") == "1":
+    if devctx_env.env_flag("DEVCTX_REQUIRE_JSONSCHEMA"):
         raise
     jsonschema = None
 
@@ -32,8 +35,8 @@ def main() -> int:
     if device != "cpu":
         info = json.loads(subprocess.run([*tool, "info", "--json"], check=True, capture_output=True, text=True).stdout)
         if not any(d["api"] == "cuda" for d in info["devices"]):
-            if os.environ.get("DEVCTX_REQUIRE_GPU") == "1":
-                print("DEVCTX_REQUIRE_GPU=1 but devctx info lists no CUDA device")
+            if devctx_env.require_gpu():
+                print("DEVCTX_REQUIRE_GPU is on but devctx info lists no CUDA device")
                 return 1
             print("no CUDA device: skipped")
             return 77
