@@ -89,6 +89,11 @@ std::size_t env_size(const char* name, std::size_t fallback, std::size_t min, st
   return *value;
 }
 
+std::string setting_text(const char* name) {
+  const auto text = env_text(name);
+  return text ? std::string(*text) : std::string();
+}
+
 }  // namespace detail
 
 DeviceId parse_device(std::string_view name) {

@@ -8,12 +8,17 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace devctx::detail {
 
 /// A flag (DEVCTX_TRACE, DEVCTX_CUDA_HOST_POOL): unset or empty -> `fallback`; 1, true, yes, on
 /// -> true; 0, false, no, off -> false (any letter case); anything else throws.
 [[nodiscard]] bool env_flag(const char* name, bool fallback);
+
+/// A text variable (a path, a command): its value, empty when unset or empty. Every variable read
+/// this way has a row in src/core/settings_table.hpp like every other.
+[[nodiscard]] std::string setting_text(const char* name);
 
 /// How env_size writes its range in a message.
 enum class SizeUnit : unsigned char { count, bytes };

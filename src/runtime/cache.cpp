@@ -4,6 +4,8 @@
 // payload, written to a temporary file and renamed into place.
 #include "runtime/cache.hpp"
 
+#include "core/environment.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,15 +53,9 @@ std::string sha256_raw(std::string_view data) {
   return {reinterpret_cast<const char*>(digest), size};
 }
 
-std::string cache_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
-
-bool cache_disabled() {
-  const std::string v = cache_env("DEVCTX_CACHE");
-  return v == "0" || v == "off" || v == "false" || v == "no";
-}
+/// DEVCTX_CACHE=0 (or any false word of the library's one flag rule) turns the cache off; a value
+/// that is not a flag is an Error naming the variable.
+bool cache_disabled() { return !env_flag("DEVCTX_CACHE", true); }
 
 }  // namespace
 
@@ -113,9 +109,9 @@ void warn_once(const std::string& text) {
 std::optional<std::filesystem::path> cache_directory() {
   if (cache_disabled()) return std::nullopt;
   std::filesystem::path dir;
-  if (const std::string d = cache_env("DEVCTX_CACHE_DIR"); !d.empty()) dir = d;
-  else if (const std::string x = cache_env("XDG_CACHE_HOME"); !x.empty()) dir = std::filesystem::path(x) / "devctx" / "kernels";
-  else if (const std::string home = cache_env("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".cache" / "devctx" / "kernels";
+  if (const std::string d = setting_text("DEVCTX_CACHE_DIR"); !d.empty()) dir = d;
+  else if (const std::string x = setting_text("XDG_CACHE_HOME"); !x.empty()) dir = std::filesystem::path(x) / "devctx" / "kernels";
+  else if (const std::string home = setting_text("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".cache" / "devctx" / "kernels";
   else {
     warn_once("kernel cache off: neither DEVCTX_CACHE_DIR, XDG_CACHE_HOME nor HOME is set");
     return std::nullopt;

@@ -2,6 +2,8 @@
 // src/runtime/toolchain.cpp - the compilers behind runtime-compiled kernels (toolchain.hpp).
 #include "runtime/toolchain.hpp"
 
+#include "core/environment.hpp"
+
 #include <fcntl.h>
 #include <link.h>
 #include <spawn.h>
@@ -27,11 +29,6 @@ namespace devctx::detail::rt {
 namespace {
 
 constexpr const char* kEntryFile = "devctx-runtime-entry";
-
-std::string tool_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
 
 bool has_headers(const std::filesystem::path& dir) {
   std::error_code ec;
@@ -145,7 +142,7 @@ std::string excerpt(const std::string& log, const Module& module, std::string_vi
 }  // namespace
 
 std::filesystem::path include_directory() {
-  if (const std::string d = tool_env("DEVCTX_INCLUDE_DIR"); !d.empty()) {
+  if (const std::string d = setting_text("DEVCTX_INCLUDE_DIR"); !d.empty()) {
     if (!has_headers(d))
       fail(Errc::not_available, "compile_function: DEVCTX_INCLUDE_DIR=", d, " holds no devctx headers");
     return d;
@@ -158,10 +155,10 @@ std::filesystem::path include_directory() {
 
 std::string compiler_path(Target target) {
   if (target == Target::cpu) {
-    if (const std::string c = tool_env("DEVCTX_CXX"); !c.empty()) return c;
+    if (const std::string c = setting_text("DEVCTX_CXX"); !c.empty()) return c;
     return DEVCTX_RT_CXX;
   }
-  if (const std::string c = tool_env("DEVCTX_NVCC"); !c.empty()) return c;
+  if (const std::string c = setting_text("DEVCTX_NVCC"); !c.empty()) return c;
   return DEVCTX_RT_NVCC;
 }
 
