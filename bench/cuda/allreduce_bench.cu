@@ -57,13 +57,13 @@ double per_call(const std::function<void()>& once, const std::function<void()>& 
 
 int main(int argc, char** argv) try {
   const bool strict = argc > 1 && std::strcmp(argv[1], "--strict") == 0;
-  const int n = devctx::DeviceContext::count(devctx::Api::cuda);
+  const int n = devctx::DeviceContext::count(devctx::backend("cuda").api);
   if (n == 0) {
     std::printf("devctx_bench_allreduce: no GPU; nothing to measure\n");
     return 77;
   }
   std::vector<devctx::DeviceContext> ctx;
-  for (int r = 0; r < n; ++r) ctx.emplace_back(devctx::Api::cuda, r);
+  for (int r = 0; r < n; ++r) ctx.emplace_back(devctx::backend("cuda").api, r);
   std::vector<devctx::Communicator> comms;
   try {
     comms = devctx::Communicator::create(ctx);

@@ -144,11 +144,11 @@ std::string size_name(std::size_t bytes) {
 
 int main(int argc, char** argv) {
   const bool strict = argc > 1 && std::strcmp(argv[1], "--strict") == 0;
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("devctx_bench_cuda: no CUDA device; nothing to measure\n");
     return 0;
   }
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
   CK(cudaSetDevice(0));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

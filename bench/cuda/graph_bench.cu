@@ -54,11 +54,11 @@ int main(int argc, char** argv) {
     else if (a == "--replays") replays = std::max(1, v);
     else if (a == "--trials") trials = std::max(1, v);
   }
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("no CUDA device: skipped\n");
     return 77;
   }
-  devctx::DeviceContext ctx(devctx::Api::cuda);
+  devctx::DeviceContext ctx(devctx::backend("cuda").api);
   const std::size_t n = 256;  // one block: the kernels are as small as they come
   auto x = ctx.enqueue_create_buffer<float>(n);
   ctx.enqueue_memset(x, 0.0f);

@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("devctx_bench_upload_probe: no CUDA device; nothing to measure\n");
     return 0;
   }
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
 
   // ---- 1. the upload by what ran before it ---------------------------------------------------------
   if (part("1")) {
-    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
     auto d = ctx.enqueue_create_buffer<Byte>(n);
     ctx.synchronize();
     const auto span = std::span<Byte>(pageable.data(), n);
@@ -397,7 +397,7 @@ int main(int argc, char** argv) {
       std::vector<Env> env;
       env.reserve(s.env.size());
       for (const auto& [name, value] : s.env) env.emplace_back(name, value);
-      devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+      devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
       auto d = ctx.enqueue_create_buffer<Byte>(n);
       ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), n));  // starts its staging engine
       ctx.synchronize();

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   opt.throws_in_fibers = !no_fiber_throw;
   opt.large_buffers = !no_large;
 
-  const devctx::Api api = backend == "cuda" ? devctx::Api::cuda : devctx::Api::cpu;
+  const devctx::Api api = devctx::backend(backend).api;  // throws, naming the backends, for an unknown name
   if (devctx::DeviceContext::count(api) == 0) {
     const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
     const bool required = require != nullptr && std::string(require) == "1";

@@ -50,6 +50,9 @@ inline std::uint64_t seed() {
   return s;
 }
 
+/// The CUDA backend these programs test, picked by its name (devctx/backend.hpp).
+inline devctx::Api cuda_api() { return devctx::backend("cuda").api; }
+
 /// The exit status of a program that found no GPU: 1 under DEVCTX_REQUIRE_GPU=1, else 77.
 inline int no_gpu_exit() {
   const char* require = std::getenv("DEVCTX_REQUIRE_GPU");
