@@ -88,7 +88,9 @@ TEST(Backends, BuiltAndCountsAgreeWithTheLibrary) {
     SCOPED_TRACE(std::string(b->name));
     const int count = b->device_count();
     EXPECT_EQ(count, DeviceContext::count(b->api));
-    if (!b->built) EXPECT_EQ(count, 0);
+    if (!b->built) {
+      EXPECT_EQ(count, 0);
+    }
     EXPECT_FALSE(b->absent_reason().empty());
     if (count == 0) {
       // Opening a device of a backend without one says why, in the backend's own words.
