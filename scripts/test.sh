@@ -89,10 +89,10 @@ cmake --build build-test-fuzz -j "$jobs" --target devctx_fuzz_libfuzzer
 ctest --test-dir build-test-fuzz --output-on-failure -L libfuzzer
 
 # ---- step 6: the Python package (python/, issue 12) ----------------------------------------------
-# `pip install ./python` into a virtual environment of Debian's python3, then its pytest suite:
+# `pip install .` into a virtual environment of Debian's python3, then its pytest suite:
 # NumPy zero-copy round trips and the Python API on the CPU backend (GPU tests skip here). Built
 # CPU-only to keep this step short; tools/gpu-check.sh builds and runs it with CUDA on a GPU.
-section "the Python package (pip install ./python; pytest python/tests)"
+section "the Python package (pip install .; pytest python/tests; the sdist and a wheel from it)"
 DEVCTX_PIP_ARGS="--config-settings=cmake.define.DEVCTX_ENABLE_CUDA=OFF ${DEVCTX_PIP_ARGS:-}" \
   bash scripts/python-test.sh build-python/venv
 

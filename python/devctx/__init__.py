@@ -26,6 +26,7 @@ from ._devctx import (
     DeviceArray,
     Error,
     HostArray,
+    __version__,
     _from_capsule,
     count,
     softmax,
