@@ -93,4 +93,11 @@ def test_every_public_binding_is_in_the_stub():
         if name.startswith("__"):
             continue
         assert name in declared, f"devctx._devctx.{name} is not in the stub"
+        value = getattr(_devctx, name)
+        if isinstance(value, type) and not issubclass(value, BaseException):
+            for member, bound in vars(value).items():
+                if hasattr(bound, "__nb_signature__") or isinstance(bound, property):
+                    member = "__init__" if member == "__new__" else member  # nb::new_: stubgen writes __init__
+                    assert f"{name}.{member}" in declared, f"devctx.{name}.{member} is not in the stub"
     assert devctx.__version__ == _devctx.__version__
+    assert (Path(devctx.__file__).parent / "py.typed").is_file()
