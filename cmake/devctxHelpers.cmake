@@ -25,7 +25,7 @@
 # kernels on fiber stacks with a guard region below each, and with the flag a frame larger than
 # the guard touches its pages in order and faults in the guard (reported as a stack overflow
 # naming the kernel) instead of jumping over it into another GPU thread's stack. Functions whose
-# frames fit in a page compile to the same code (bench/cpu/stack_clash_cost.sh measures it).
+# frames fit in a page compile to the same code (bench/internal/stack_clash_cost.sh measures it).
 include("${CMAKE_CURRENT_LIST_DIR}/devctxFission.cmake")
 
 macro(devctx_add_kernels target)

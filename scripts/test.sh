@@ -33,7 +33,22 @@ section() {
   section_start=$SECONDS
   [ "$1" = "(end)" ] || echo "== $1"
 }
-trap 'status=$?; section "(end)"; printf "%s\n" "== seconds per step (total ${SECONDS} s, exit status $status)" "${section_times[@]}"' EXIT
+# When a step fails, the lines that say why (gtest failures, sanitizer reports, crashes) of every
+# failed test of this run are printed again just before the table, so that they are in the last
+# lines of the log, which is what a shortened CI log keeps.
+failure_digest() {
+  local log
+  for log in build-test-*/Testing/Temporary/LastTest.log; do
+    [ -f "$log" ] && [ "$log" -nt "$run_started" ] || continue
+    grep -E 'Failure|FAILED|failed|Error|error:|ERROR|AddressSanitizer|ThreadSanitizer|runtime error|SUMMARY|Segmentation|Aborted|Expected|Which is|Value of|Actual|Exception|terminate|^ +#[0-7] ' "$log" |
+      grep -vE '^\[       OK|tests? passed|0 tests failed' | head -60 | sed "s|^|$log: |"
+  done
+}
+trap 'status=$?; section "(end)"; [ $status = 0 ] || { echo "== why it failed (from each build directory'"'"'s Testing/Temporary/LastTest.log)"; failure_digest; }
+  printf "%s\n" "== seconds per step (total ${SECONDS} s, exit status $status)" "${section_times[@]}"; rm -f "$run_started"' EXIT
+run_started=$(mktemp)
+# gtest prints only failed tests and the summary (GTEST_BRIEF): a failure stays visible in CI's log.
+export GTEST_BRIEF=1
 bash scripts/setup.sh
 # The tools tests validate `devctx bench --json` against its schema; here the schema is required.
 export DEVCTX_REQUIRE_JSONSCHEMA=1
@@ -91,7 +106,7 @@ ctest --test-dir build-test-fuzz --output-on-failure -L libfuzzer
 # ---- step 6: the Python package (python/, issue 12) ----------------------------------------------
 # `pip install .` into a virtual environment of Debian's python3, then its pytest suite:
 # NumPy zero-copy round trips and the Python API on the CPU backend (GPU tests skip here). Built
-# CPU-only to keep this step short; tools/gpu-check.sh builds and runs it with CUDA on a GPU.
+# CPU-only to keep this step short; scripts/gpu-check.sh builds and runs it with CUDA on a GPU.
 section "the Python package (pip install .; pytest python/tests; the sdist and a wheel from it)"
 DEVCTX_PIP_ARGS="--config-settings=cmake.define.DEVCTX_ENABLE_CUDA=OFF ${DEVCTX_PIP_ARGS:-}" \
   bash scripts/python-test.sh build-python/venv

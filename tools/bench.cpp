@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda_facts.hpp"
+#include "support/clock.hpp"
 #include "tool.hpp"
 
 /// The launch suite's kernel: does nothing (the branch is never taken), so the time is the
@@ -24,8 +25,6 @@ DEVCTX_KERNEL void bench_empty_kernel(devctx::span<float> out) {
 
 namespace devctx_tool {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 /// Sizes from 4 KiB to `max_bytes`, by factors of 4.
 std::vector<std::size_t> byte_sizes(std::size_t max_bytes) {
@@ -132,13 +131,13 @@ void allocations(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<
       progress.step(std::string(series) + " " + bytes_text(bytes));
       ctx.synchronize();
       // Host time, create and drop included, until the frees have run.
-      const auto start = Clock::now();
+      const auto start = devctx_bench::Clock::now();
       for (std::uint64_t i = 0; i < n; ++i) {
         if (host) (void)ctx.enqueue_create_host_buffer<std::byte>(bytes);
         else (void)ctx.enqueue_create_buffer<std::byte>(bytes);
       }
       ctx.synchronize();
-      rows.push_back({"alloc", series, bytes, "bytes", n, us_per(Clock::now() - start, n), -1});
+      rows.push_back({"alloc", series, bytes, "bytes", n, devctx_bench::us_since(start) / double(n), -1});
     }
     if (ctx.backend().name == "cuda")
       if (const auto us = raw_cuda_alloc_us(ctx.id(), bytes, int(n)))

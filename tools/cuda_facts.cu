@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // tools/cuda_facts.cu - cuda_facts.hpp on the CUDA runtime (the tool's one file that calls it).
+// The raw copy and the check of a raw call are the benchmarks' own (bench/support/raw_cuda.hpp):
+// `devctx bench` and bench/cuda measure devctx against one raw CUDA baseline.
 #include "cuda_facts.hpp"
+
+#include "support/clock.hpp"
+#include "support/raw_cuda.hpp"
 
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -17,11 +21,7 @@ __global__ void raw_empty_kernel(float* out) {
 namespace devctx_tool {
 namespace {
 
-bool ok(cudaError_t status) {
-  if (status == cudaSuccess) return true;
-  (void)cudaGetLastError();  // clears a non-sticky error so that later calls are not blamed
-  return false;
-}
+using devctx_bench::ok;
 
 /// Makes device `id` current for one scope (`fine()` says whether it could), then restores the
 /// device that was current.
@@ -102,16 +102,12 @@ std::optional<double> raw_cuda_copy_us(int id, std::size_t bytes, bool host_to_d
   std::optional<double> result;
   if (stream.fine() && ok(cudaMalloc(&device, bytes)) &&
       (pinned ? ok(cudaMallocHost(&host, bytes)) : (host = std::malloc(bytes)) != nullptr)) {
-    const auto one = [&] {
-      return host_to_device ? cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream.get())
-                            : cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream.get());
-    };
     // Pageable memory: touched first (no first-use page faults in the timing, as devctx's own
-    // std::vector), and each copy waited for, which is what devctx's enqueue_copy from pageable
-    // memory promises (done on return): the same work on both sides of the comparison.
+    // std::vector), and each copy waited for (raw_copy's `wait`), which is what devctx's
+    // enqueue_copy from pageable memory promises (done on return).
     // Both sides hold defined bytes (compute-sanitizer's initcheck reads every copy's source).
     std::memset(host, 1, bytes);
-    const auto copy = [&] { return ok(one()) && (pinned || ok(cudaStreamSynchronize(stream.get()))); };
+    const auto copy = [&] { return ok(devctx_bench::raw_copy(device, host, bytes, host_to_device, stream.get(), !pinned)); };
     bool fine = ok(cudaMemset(device, 2, bytes)) && copy() && stream.begin();  // warm-up
     for (int i = 0; fine && i < iterations; ++i) fine = copy();
     if (fine) result = stream.us_per(iterations);
@@ -141,14 +137,14 @@ std::optional<double> raw_cuda_alloc_us(int id, std::size_t bytes, int iteration
   const TimedStream stream;
   if (!stream.fine() || !ok(cudaStreamSynchronize(stream.get()))) return std::nullopt;
   // Host time: allocation is a host call; its cost is what the caller waits.
-  const auto begin = std::chrono::steady_clock::now();
+  const auto begin = devctx_bench::Clock::now();
   bool fine = true;
   for (int i = 0; fine && i < iterations; ++i) {
     void* p = nullptr;
     fine = ok(cudaMallocAsync(&p, bytes, stream.get())) && ok(cudaFreeAsync(p, stream.get()));
   }
   if (!fine || !ok(cudaStreamSynchronize(stream.get()))) return std::nullopt;
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count() / iterations;
+  return devctx_bench::us_since(begin) / iterations;
 }
 
 }  // namespace devctx_tool

@@ -10,18 +10,16 @@
 // access: the defaults take a few seconds checked.
 #include "devctx_rows.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "baselines.hpp"
+#include "support/args.hpp"
+#include "support/trials.hpp"
 
 namespace {
 
@@ -29,46 +27,23 @@ struct Options {
   int reps = 5;
   std::size_t k1_n = std::size_t{1} << 18;
   std::size_t k2_n = std::size_t{1} << 18;
-  unsigned k3_n = 128;
+  int k3_n = 128;
 };
-
-[[noreturn]] void usage(const char* message) {
-  std::fprintf(stderr,
-               "error: %s\nusage: devctx_bench_checking [--reps N] [--k1-n N] [--k2-n N] [--k3-n N]\n"
-               "  --reps N   timed repetitions of each kernel in each mode, median reported (default 5)\n"
-               "  --kX-n N   problem size of kernel X (K3: matrix side)\n",
-               message);
-  std::exit(2);
-}
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 >= argc) usage(("missing value for " + arg).c_str());
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(argv[++i], &end, 10);
-    if (*end != '\0' || v == 0) usage(("bad value for " + arg).c_str());
-    if (arg == "--reps") o.reps = int(std::min<unsigned long long>(v, 1000));
-    else if (arg == "--k1-n") o.k1_n = v;
-    else if (arg == "--k2-n") o.k2_n = v;
-    else if (arg == "--k3-n") o.k3_n = unsigned(std::min<unsigned long long>(v, 4096));
-    else usage(("unknown argument " + arg).c_str());
-  }
+  devctx_bench::Args args("devctx_bench_checking", "What checking mode costs: the devctx rows' kernels unchecked and checked");
+  args.option("--reps", o.reps, "Timed repetitions of each kernel in each mode (median reported)", 1, 1000);
+  args.option("--k1-n", o.k1_n, "Problem size of K1 (elements)", 1, std::size_t{1} << 32);
+  args.option("--k2-n", o.k2_n, "Problem size of K2 (elements)", 1, std::size_t{1} << 32);
+  args.option("--k3-n", o.k3_n, "Problem size of K3 (matrix side)", 1, 4096);
+  args.parse(argc, argv);
   return o;
 }
 
-double median_ms(int reps, const std::function<void()>& run) {
-  run();  // warm-up: first-touch of buffers, fiber stacks
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+/// Milliseconds per run of `run`: the median of `reps`, after one warm-up (first touch of the
+/// buffers, fiber stacks).
+double median_ms(int reps, const std::function<void()>& run) { return 1e3 * devctx_bench::median_seconds(reps, 1, run); }
 
 std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n) {
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -98,7 +73,7 @@ int main(int argc, char** argv) {
     for (auto* r : {plain.get(), checked.get()}) {
       r->upload_k1(a1.data(), b1.data(), o.k1_n);
       r->upload_k2(in2.data(), o.k2_n);
-      r->upload_k3(a3.data(), b3.data(), o.k3_n);
+      r->upload_k3(a3.data(), b3.data(), unsigned(o.k3_n));
     }
     struct Row {
       std::string name;

@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +37,10 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "support/args.hpp"
+#include "support/clock.hpp"
+#include "support/stats.hpp"
 
 namespace {
 
@@ -120,80 +123,30 @@ struct Reference {
     std::vector<double> k3_value, k3_scale;
 };
 
-[[noreturn]] void usage_error(const std::string& message) {
-    std::fprintf(stderr,
-                 "error: %s\n"
-                 "usage: devctx_bench_cpu_kernels [--reps N] [--warmup N] [--quick] [--seed S]\n"
-                 "                                [--k1-n N] [--k2-n N] [--k3-n N]\n"
-                 "  --reps N    timed repetitions per kernel, median reported (default 20)\n"
-                 "  --warmup N  untimed runs first; the first is also checked (default 2)\n"
-                 "  --quick     smoke run: small sizes, 3 reps, 1 warm-up\n"
-                 "  --seed S    input seed (default: random, printed)\n"
-                 "  --kX-n N    problem size of kernel X (K3: matrix side)\n",
-                 message.c_str());
-    std::exit(2);
-}
-
-std::uint64_t parse_number(const char* flag, const char* text) {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long value = std::strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0') {
-        usage_error(std::string("bad number for ") + flag + ": " + text);
-    }
-    return value;
-}
-
 Options parse_options(int argc, char** argv) {
     Options opt;
-    std::optional<std::uint64_t> reps, warmup, k1_n, k2_n, k3_n;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto value = [&]() -> const char* {
-            if (i + 1 >= argc) {
-                usage_error("missing value for " + arg);
-            }
-            return argv[++i];
-        };
-        if (arg == "--quick") {
-            opt.quick = true;
-        } else if (arg == "--reps") {
-            reps = parse_number("--reps", value());
-        } else if (arg == "--warmup") {
-            warmup = parse_number("--warmup", value());
-        } else if (arg == "--seed") {
-            opt.seed = parse_number("--seed", value());
-            opt.seed_given = true;
-        } else if (arg == "--k1-n") {
-            k1_n = parse_number("--k1-n", value());
-        } else if (arg == "--k2-n") {
-            k2_n = parse_number("--k2-n", value());
-        } else if (arg == "--k3-n") {
-            k3_n = parse_number("--k3-n", value());
-        } else if (arg == "--help" || arg == "-h") {
-            usage_error("help requested");
-        } else {
-            usage_error("unknown argument " + arg);
-        }
-    }
+    int k3_n = int(opt.k3_n);
+    std::size_t seed = 0;
+    devctx_bench::Args args("devctx_bench_cpu_kernels",
+                            "Three float kernels on the CPU: OpenMP, OpenCL and devctx's rows, each checked, then timed");
+    args.option("--reps", opt.reps, "Timed repetitions per kernel (median reported)", 1, 100000);
+    args.option("--warmup", opt.warmup, "Untimed runs first; the first is also checked", 1, 100000);
+    args.flag("--quick", opt.quick, "Smoke run: small sizes, 3 reps, 1 warm-up (sizes and counts given still apply)");
+    args.option("--seed", seed, "Input seed (default: random, printed)", 0, std::numeric_limits<std::size_t>::max());
+    args.option("--k1-n", opt.k1_n, "Problem size of K1 (elements)", 1, std::size_t{1} << 34);
+    args.option("--k2-n", opt.k2_n, "Problem size of K2 (elements)", 1, std::size_t{1} << 34);
+    args.option("--k3-n", k3_n, "Problem size of K3 (matrix side)", 1, 16384);
+    args.parse(argc, argv);
     if (opt.quick) {
-        opt.reps = 3;
-        opt.warmup = 1;
-        opt.k1_n = std::size_t{1} << 22;
-        opt.k2_n = std::size_t{1} << 20;
-        opt.k3_n = 256;
+        if (!args.given("--reps")) opt.reps = 3;
+        if (!args.given("--warmup")) opt.warmup = 1;
+        if (!args.given("--k1-n")) opt.k1_n = std::size_t{1} << 22;
+        if (!args.given("--k2-n")) opt.k2_n = std::size_t{1} << 20;
+        if (!args.given("--k3-n")) k3_n = 256;
     }
-    if (reps) opt.reps = static_cast<int>(std::clamp<std::uint64_t>(*reps, 1, 100000));
-    if (warmup) opt.warmup = static_cast<int>(std::clamp<std::uint64_t>(*warmup, 1, 100000));
-    if (k1_n) opt.k1_n = *k1_n;
-    if (k2_n) opt.k2_n = *k2_n;
-    if (k3_n) opt.k3_n = static_cast<unsigned>(std::min<std::uint64_t>(*k3_n, 16384));
-    if (opt.k1_n == 0 || opt.k2_n == 0 || opt.k3_n == 0) {
-        usage_error("problem sizes must be positive");
-    }
-    if (!opt.seed_given) {
-        opt.seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
-    }
+    opt.k3_n = static_cast<unsigned>(k3_n);
+    opt.seed_given = args.given("--seed");
+    opt.seed = opt.seed_given ? std::uint64_t{seed} : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
     return opt;
 }
 
@@ -368,12 +321,6 @@ Impl make_devctx_impl(Workload& w, bench::DevctxForm form) {
     return impl;
 }
 
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t mid = v.size() / 2;
-    return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
-}
-
 // Checks one kernel of one implementation: poisoned output, one run, the result compared with
 // the reference (a wrong kernel is not timed), then the remaining warm-ups. Returns the cell's
 // state: measured (ready to be timed), failed or not_available.
@@ -415,10 +362,7 @@ void time_kernel(int kernel, const std::vector<Impl>& impls, std::vector<std::ar
             // OpenMP's threads spin for a while after a parallel region; a pause lets any
             // implementation's idle threads go to sleep before the next one is timed.
             std::this_thread::sleep_for(std::chrono::milliseconds(3));
-            const auto start = std::chrono::steady_clock::now();
-            fn_of(impls[r]).run();
-            const auto stop = std::chrono::steady_clock::now();
-            seconds[r].push_back(std::chrono::duration<double>(stop - start).count());
+            seconds[r].push_back(devctx_bench::seconds_of(fn_of(impls[r]).run));
         }
     }
     for (std::size_t r = 0; r < impls.size(); ++r) {
@@ -426,9 +370,10 @@ void time_kernel(int kernel, const std::vector<Impl>& impls, std::vector<std::ar
         if (cell.state != Cell::State::measured) {
             continue;
         }
-        cell.median_s = median_of(seconds[r]);
-        cell.min_s = *std::min_element(seconds[r].begin(), seconds[r].end());
-        cell.max_s = *std::max_element(seconds[r].begin(), seconds[r].end());
+        const devctx_bench::Spread spread = devctx_bench::spread(seconds[r]);
+        cell.median_s = spread.median;
+        cell.min_s = spread.min;
+        cell.max_s = spread.max;
         cell.rate = work_per_run / cell.median_s / 1e9;
         std::fprintf(stderr, "  %-28s median %9.3f ms\n", (impls[r].name + " K" + std::to_string(kernel + 1)).c_str(),
                      cell.median_s * 1e3);

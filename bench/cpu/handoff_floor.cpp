@@ -6,13 +6,14 @@
 // one such round trip; an empty OpenMP region with two threads is another yardstick.
 #include "pool_baselines.hpp"
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "support/clock.hpp"
+#include "support/stats.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -21,7 +22,8 @@
 namespace pool_bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using devctx_bench::Clock;
+using devctx_bench::median;
 
 inline void relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,11 +31,6 @@ inline void relax() noexcept {
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
 #endif
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -55,7 +52,7 @@ double spin_round_trip_us(int batches, int per_batch) {
       token.store(next, std::memory_order_release);
       while (token.load(std::memory_order_acquire) != next + 1) relax();
     }
-    if (b > 0) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / per_batch);
+    if (b > 0) us.push_back(devctx_bench::us_since(start) / per_batch);
   }
   other.join();
   return median(us);
@@ -84,7 +81,7 @@ double sleep_round_trip_us(int batches, int per_batch) {
       to_other.notify_one();
       to_me.wait(lock, [&] { return token == next + 1; });
     }
-    if (b > 0) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() / per_batch);
+    if (b > 0) us.push_back(devctx_bench::us_since(start) / per_batch);
   }
   other.join();
   return median(us);

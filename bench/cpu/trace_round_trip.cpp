@@ -10,12 +10,12 @@
 #include <devctx/devctx.hpp>
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "support/args.hpp"
 
 namespace {
 
@@ -30,12 +30,12 @@ int main(int argc, char** argv) try {
   std::string device, out = ".";
   std::size_t n = std::size_t{4} << 20;
   int steps = 8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--device") == 0) device = argv[i + 1];
-    else if (std::strcmp(argv[i], "--n") == 0) n = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--out") == 0) out = argv[i + 1];
-  }
+  devctx_bench::Args args("devctx_trace_round_trip", "The traces of docs/observability.md: lesson 4's chain, round trip and resident");
+  args.option("--device", device, "cpu, cuda or cuda:N (default: the default device)");
+  args.option("--n", n, "Floats in the vector", 1, std::size_t{1} << 32);
+  args.option("--steps", steps, "Kernels in the chain", 1, 100000);
+  args.option("--out", out, "Directory of round_trip.json and resident.json");
+  args.parse(argc, argv);
   devctx::DeviceContext ctx = [&] {
     if (device.empty()) return devctx::DeviceContext{};
     const auto id = devctx::parse_device(device);

@@ -11,27 +11,28 @@
 // With one GPU an all-reduce moves nothing: the run then measures only the cost of a call (the
 // bandwidth columns say "n/a"). Method: warm-ups first; host wall time from the first call to
 // the end of a synchronize of every GPU, over enough calls to last milliseconds; medians of 7
-// trials. devctx's result is checked once per size. Exit status: 77 without a GPU or without
+// trials (--trials). devctx's result is checked once per size. Exit status: 77 without a GPU or without
 // NCCL, 1 when a result is wrong, 3 with --strict when a target is missed, else 0.
-// tools/gpu-check.sh runs it (step `allreduce`).
+// scripts/gpu-check.sh runs it (step `allreduce`).
 #include <devctx/devctx.hpp>
-
-#include "raw_cuda.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <vector>
 
+#include "support/args.hpp"
+#include "support/clock.hpp"
+#include "support/raw_cuda.hpp"
+#include "support/stats.hpp"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using devctx_bench::Clock;
 
 void nccl_check(ncclResult_t s, const char* what) {
   if (s != ncclSuccess) {
@@ -43,20 +44,89 @@ void nccl_check(ncclResult_t s, const char* what) {
 
 using devctx_bench::median;
 
-/// Seconds per call of `calls` calls of `once` (every rank's part), then `sync`; median of 7.
+/// Seconds per call of `calls` calls of `once` (every rank's part), then `sync`, added to `samples`.
 double per_call(const std::function<void()>& once, const std::function<void()>& sync, int calls,
                 std::vector<double>& samples) {
   const auto start = Clock::now();
   for (int i = 0; i < calls; ++i) once();
   sync();
-  samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
+  samples.push_back(devctx_bench::seconds_since(start) / calls);
   return samples.back();
+}
+
+/// The two sides of the comparison for one run: one call of every rank's part of an all-reduce
+/// of `count` floats (devctx's Communicator, NCCL directly), a wait for each side, devctx's
+/// result checked for `count` floats.
+struct Sides {
+  int ranks = 0;
+  int trials = 7;
+  std::size_t max_bytes = 0;
+  std::function<std::function<void()>(std::size_t)> devctx_once, raw_once;
+  std::function<void()> devctx_sync, raw_sync;
+  std::function<bool(std::size_t)> verify;
+};
+
+/// Part 1: bus bandwidth of in-place float sums, 1 MiB .. max_bytes.
+void bandwidth_part(const Sides& sides, bool& wrong, bool& missed) {
+  const int n = sides.ranks, trials = sides.trials;
+  const std::size_t max_bytes = sides.max_bytes;
+  const double bus = n > 1 ? 2.0 * (n - 1) / n : 0.0;
+  std::printf("\nall-reduce, float sum in place, %d rank(s); bus bandwidth GB/s (medians of %d)\n", n, trials);
+  std::printf("%10s %8s %12s %12s %8s\n", "size", "calls", "devctx", "NCCL", "ratio");
+  for (std::size_t bytes = std::size_t(1) << 20; bytes <= max_bytes; bytes *= 2) {
+    const std::size_t count = bytes / sizeof(float);
+    if (!sides.verify(count)) wrong = true;
+    const int calls = int(std::clamp<std::size_t>((std::size_t(1) << 31) / bytes, 3, 200));
+    const std::function<void()> d = sides.devctx_once(count), w = sides.raw_once(count);
+    d(), sides.devctx_sync(), w(), sides.raw_sync();  // warm-ups
+    std::vector<double> ds, ws;
+    for (int t = 0; t < trials; ++t) {
+      per_call(d, sides.devctx_sync, calls, ds);
+      per_call(w, sides.raw_sync, calls, ws);
+    }
+    const double dt = median(ds), wt = median(ws), ratio = wt / dt;
+    if (n > 1) {
+      std::printf("%7zu MiB %8d %12.1f %12.1f %8.3f\n", bytes >> 20, calls, double(bytes) * bus / dt / 1e9,
+                  double(bytes) * bus / wt / 1e9, ratio);
+      if (bytes >= (std::size_t(64) << 20) && ratio < 0.95) missed = true;
+    } else {
+      std::printf("%7zu MiB %8d %9.2f us %9.2f us %8.3f  (time per call; one rank)\n", bytes >> 20, calls, dt * 1e6,
+                  wt * 1e6, ratio);
+    }
+  }
+}
+
+/// Part 2: the time per call of small all-reduces (8 B, 4 KiB) and devctx's difference.
+void small_calls_part(const Sides& sides, bool& wrong, bool& missed) {
+  const int trials = sides.trials;
+  std::printf("\nsmall all-reduces: time per call, us (medians of %d x 1000 calls)\n", trials);
+  std::printf("%10s %12s %12s %12s\n", "size", "devctx", "NCCL", "difference");
+  for (const std::size_t bytes : {std::size_t(8), std::size_t(4096)}) {
+    const std::size_t count = bytes / sizeof(float);
+    if (!sides.verify(count)) wrong = true;
+    const std::function<void()> d = sides.devctx_once(count), w = sides.raw_once(count);
+    for (int i = 0; i < 50; ++i) d(), w();
+    sides.devctx_sync(), sides.raw_sync();
+    std::vector<double> ds, ws;
+    for (int t = 0; t < trials; ++t) {
+      per_call(d, sides.devctx_sync, 1000, ds);
+      per_call(w, sides.raw_sync, 1000, ws);
+    }
+    const double diff = (median(ds) - median(ws)) * 1e6;
+    std::printf("%8zu B %9.2f us %9.2f us %+9.2f us\n", bytes, median(ds) * 1e6, median(ws) * 1e6, diff);
+    if (diff > 2.0) missed = true;
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const bool strict = argc > 1 && std::strcmp(argv[1], "--strict") == 0;
+  bool strict = false;
+  int trials = 7;
+  devctx_bench::Args args("devctx_bench_allreduce", "All-reduce on GPUs: devctx's Communicator against ncclAllReduce");
+  args.flag("--strict", strict, "Exit status 3 when a target is missed");
+  args.option("--trials", trials, "Alternating trials per size (median reported)", 1, 1000);
+  args.parse(argc, argv);
   const int n = devctx::DeviceContext::count(devctx::backend("cuda").api);
   if (n == 0) {
     std::printf("devctx_bench_allreduce: no GPU; nothing to measure\n");
@@ -140,49 +210,10 @@ int main(int argc, char** argv) try {
     return true;
   };
 
+  Sides sides{n, trials, max_bytes, devctx_once, raw_once, devctx_sync, raw_sync, verify};
   bool wrong = false, missed = false;
-  const double bus = n > 1 ? 2.0 * (n - 1) / n : 0.0;
-  std::printf("\nall-reduce, float sum in place, %d rank(s); bus bandwidth GB/s (medians of 7)\n", n);
-  std::printf("%10s %8s %12s %12s %8s\n", "size", "calls", "devctx", "NCCL", "ratio");
-  for (std::size_t bytes = std::size_t(1) << 20; bytes <= max_bytes; bytes *= 2) {
-    const std::size_t count = bytes / sizeof(float);
-    if (!verify(count)) wrong = true;
-    const int calls = int(std::clamp<std::size_t>((std::size_t(1) << 31) / bytes, 3, 200));
-    const std::function<void()> d = devctx_once(count), w = raw_once(count);
-    d(), devctx_sync(), w(), raw_sync();  // warm-ups
-    std::vector<double> ds, ws;
-    for (int t = 0; t < 7; ++t) {
-      per_call(d, devctx_sync, calls, ds);
-      per_call(w, raw_sync, calls, ws);
-    }
-    const double dt = median(ds), wt = median(ws), ratio = wt / dt;
-    if (n > 1) {
-      std::printf("%7zu MiB %8d %12.1f %12.1f %8.3f\n", bytes >> 20, calls, double(bytes) * bus / dt / 1e9,
-                  double(bytes) * bus / wt / 1e9, ratio);
-      if (bytes >= (std::size_t(64) << 20) && ratio < 0.95) missed = true;
-    } else {
-      std::printf("%7zu MiB %8d %9.2f us %9.2f us %8.3f  (time per call; one rank)\n", bytes >> 20, calls, dt * 1e6,
-                  wt * 1e6, ratio);
-    }
-  }
-
-  std::printf("\nsmall all-reduces: time per call, us (medians of 7 x 1000 calls)\n");
-  std::printf("%10s %12s %12s %12s\n", "size", "devctx", "NCCL", "difference");
-  for (const std::size_t bytes : {std::size_t(8), std::size_t(4096)}) {
-    const std::size_t count = bytes / sizeof(float);
-    if (!verify(count)) wrong = true;
-    const std::function<void()> d = devctx_once(count), w = raw_once(count);
-    for (int i = 0; i < 50; ++i) d(), w();
-    devctx_sync(), raw_sync();
-    std::vector<double> ds, ws;
-    for (int t = 0; t < 7; ++t) {
-      per_call(d, devctx_sync, 1000, ds);
-      per_call(w, raw_sync, 1000, ws);
-    }
-    const double diff = (median(ds) - median(ws)) * 1e6;
-    std::printf("%8zu B %9.2f us %9.2f us %+9.2f us\n", bytes, median(ds) * 1e6, median(ws) * 1e6, diff);
-    if (diff > 2.0) missed = true;
-  }
+  bandwidth_part(sides, wrong, missed);
+  small_calls_part(sides, wrong, missed);
 
   for (int r = 0; r < n; ++r) {
     CK(cudaSetDevice(r));

@@ -12,12 +12,14 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "support/args.hpp"
+#include "support/raw_cuda.hpp"
+#include "support/stats.hpp"
 
 namespace {
 
@@ -31,29 +33,15 @@ __global__ void raw_bump(float* x, std::size_t n, float by) {
   if (i < n) x[i] += by;
 }
 
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   int nodes = 100, replays = 200, trials = 9;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    const int v = std::atoi(argv[i + 1]);
-    if (a == "--nodes") nodes = std::max(1, v);
-    else if (a == "--replays") replays = std::max(1, v);
-    else if (a == "--trials") trials = std::max(1, v);
-  }
+  devctx_bench::Args args("devctx_bench_graph", "devctx::Graph replay against a raw CUDA graph of the same small kernels");
+  args.option("--nodes", nodes, "Kernels in the graph", 1, 100000);
+  args.option("--replays", replays, "Replays per timing", 1, 1000000);
+  args.option("--trials", trials, "Interleaved trials (median reported)", 1, 100000);
+  args.parse(argc, argv);
   if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("no CUDA device: skipped\n");
     return 77;
@@ -72,13 +60,13 @@ int main(int argc, char** argv) {
   cudaGraph_t raw_graph = nullptr;
   cudaGraphExec_t raw_exec = nullptr;
   ctx.synchronize();
-  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   for (int k = 0; k < nodes; ++k) raw_bump<<<1, 256, 0, stream>>>(x.data(), n, 1.0f);
-  cuda_check(cudaStreamEndCapture(stream, &raw_graph), "cudaStreamEndCapture");
-  cuda_check(cudaGraphInstantiate(&raw_exec, raw_graph, 0), "cudaGraphInstantiate");
+  CK(cudaStreamEndCapture(stream, &raw_graph));
+  CK(cudaGraphInstantiate(&raw_exec, raw_graph, 0));
 
   auto devctx_replays = [&] { for (int r = 0; r < replays; ++r) g.enqueue(ctx); };
-  auto raw_replays = [&] { for (int r = 0; r < replays; ++r) cuda_check(cudaGraphLaunch(raw_exec, stream), "cudaGraphLaunch"); };
+  auto raw_replays = [&] { for (int r = 0; r < replays; ++r) CK(cudaGraphLaunch(raw_exec, stream)); };
   auto one_by_one = [&] { for (int k = 0; k < nodes; ++k) ctx.enqueue_function<bump>(cfg, x, 1.0f); };
   // Warm-up, then interleaved trials.
   devctx_replays();
@@ -96,7 +84,7 @@ int main(int argc, char** argv) {
   ctx.enqueue_copy(std::span<float>(got), x);
   bool ok = true;
   for (float v : got) ok = ok && double(v) == expected;
-  const double md = median(td), mr = median(tr), mo = median(to);
+  const double md = devctx_bench::median(td), mr = devctx_bench::median(tr), mo = devctx_bench::median(to);
   const double per = double(replays) * nodes;
   std::printf("%s: graph of %d kernels (1 block of 256 threads), %d replays per timing, median of %d trials\n",
               ctx.name().c_str(), nodes, replays, trials);

@@ -7,35 +7,38 @@
 // devctx / raw, against the issue's target (>= 0.97 from 64 MiB).
 //
 // Method: warm-ups first; host wall time from the first enqueue to the end of a synchronize, over
-// enough copies to last milliseconds; medians of 7 trials. Each devctx copy's result is checked
+// enough copies to last milliseconds; medians of 7 trials (--trials). Each devctx copy's result is checked
 // once. Exit status: 77 with fewer than two GPUs, 1 when a result is wrong, 3 with --strict when
-// the target is missed, else 0. tools/gpu-check.sh runs it when two GPUs are present.
+// the target is missed, else 0. scripts/gpu-check.sh runs it when two GPUs are present.
 //
 // The all-reduce half of the issue's benchmark is bench/cuda/allreduce_bench.cu.
 #include <devctx/devctx.hpp>
 
-#include "raw_cuda.hpp"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
+
+#include "support/args.hpp"
+#include "support/clock.hpp"
+#include "support/raw_cuda.hpp"
+#include "support/trials.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-
-using devctx_bench::median;
+using devctx_bench::Clock;
+using devctx_bench::seconds_since;
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const bool strict = argc > 1 && std::strcmp(argv[1], "--strict") == 0;
+  bool strict = false;
+  int trials = 7;
+  devctx_bench::Args args("devctx_bench_peer", "Copies between two GPUs: devctx against cudaMemcpyPeerAsync");
+  args.flag("--strict", strict, "Exit status 3 when a target is missed");
+  args.option("--trials", trials, "Alternating trials per size and direction (median reported)", 1, 1000);
+  args.parse(argc, argv);
   if (devctx::DeviceContext::count(devctx::backend("cuda").api) < 2) {
     std::printf("devctx_bench_peer: fewer than two GPUs; nothing to measure\n");
     return 77;
@@ -91,7 +94,7 @@ int main(int argc, char** argv) try {
           else g0.enqueue_copy(a.slice(0, bytes), b.slice(0, bytes));
         }
         g0.synchronize();
-        return double(bytes) * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
+        return double(bytes) * reps / seconds_since(t0) / 1e9;
       };
       auto time_raw = [&] {
         const auto t0 = Clock::now();
@@ -100,16 +103,10 @@ int main(int argc, char** argv) try {
           else CK(cudaMemcpyPeerAsync(ra, 0, rb, 1, bytes, s0));
         }
         CK(cudaStreamSynchronize(s0));
-        return double(bytes) * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
+        return double(bytes) * reps / seconds_since(t0) / 1e9;
       };
-      (void)time_devctx();
-      (void)time_raw();
-      std::vector<double> d, r;
-      for (int t = 0; t < 7; ++t) {
-        d.push_back(time_devctx());
-        r.push_back(time_raw());
-      }
-      const double dm = median(d), rm = median(r), ratio = dm / rm;
+      const auto m = devctx_bench::alternating_medians(trials, 1, {time_devctx, time_raw});
+      const double dm = m[0], rm = m[1], ratio = dm / rm;
       const bool target = bytes >= (std::size_t(64) << 20);
       if (target && ratio < 0.97) missed = true;
       std::printf("%10zu %6s %12.1f %12.1f %8.3f%s\n", bytes, dir == 0 ? "0->1" : "1->0", dm, rm, ratio,

@@ -48,32 +48,25 @@
 #include <thread>
 #include <vector>
 
+#include "support/args.hpp"
+#include "support/clock.hpp"
+#include "support/env.hpp"
+#include "support/raw_cuda.hpp"
+#include "support/trials.hpp"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using devctx_bench::size_name;
+using Env = devctx_bench::ScopedEnv;
+
+using devctx_bench::Clock;
+using devctx_bench::median;
+using devctx_bench::seconds_since;
 using Byte = unsigned char;
 
-void cuda_check(cudaError_t s, const char* what) {
-  if (s != cudaSuccess) {
-    std::fprintf(stderr, "raw CUDA: %s failed: %s\n", what, cudaGetErrorString(s));
-    std::exit(2);
-  }
-}
-#define CK(call) cuda_check((call), #call)
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::string size_name(std::size_t bytes) {
-  if (bytes >= (std::size_t{1} << 30)) return std::to_string(bytes >> 30) + " GiB";
-  if (bytes >= (std::size_t{1} << 20)) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes >> 10) + " KiB";
-}
+/// --trials: 0 keeps each measurement's own count.
+int trials_option = 0;
+int trials_or(int own) { return trials_option > 0 ? trials_option : own; }
 
 /// CPU time per thread of this process so far, in milliseconds, by thread id: /proc's
 /// schedstat (nanoseconds on a CPU) where the kernel keeps it, else stat's ticks.
@@ -151,16 +144,10 @@ double gbps(std::size_t bytes, int reps, const std::function<void()>& f) {
   return double(bytes) * reps / seconds_since(t0) / 1e9;
 }
 
-/// Medians of several measurements taken in turn, trial after trial.
+/// Medians of several measurements taken in turn, trial after trial (--trials, when given,
+/// replaces `trials`).
 std::vector<double> alternate(int trials, int warmups, const std::vector<std::function<double()>>& fs) {
-  for (int w = 0; w < warmups; ++w)
-    for (const auto& f : fs) (void)f();
-  std::vector<std::vector<double>> runs(fs.size());
-  for (int t = 0; t < trials; ++t)
-    for (std::size_t i = 0; i < fs.size(); ++i) runs[i].push_back(fs[i]());
-  std::vector<double> out;
-  for (auto& r : runs) out.push_back(median(r));
-  return out;
+  return devctx_bench::alternating_medians(trials_or(trials), warmups, fs);
 }
 
 int missed = 0, wrong = 0;
@@ -176,16 +163,6 @@ void fill_pattern(std::vector<Byte>& v, std::size_t bytes, unsigned salt) {
 }
 
 bool same_pattern(const Byte* a, const Byte* b, std::size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
-
-/// Sets (or, with nullptr, unsets) an environment variable for one scope.
-struct Env {
-  std::string name;
-  Env(const char* n, const char* value) : name(n) {
-    if (value != nullptr) setenv(n, value, 1);
-    else unsetenv(n);
-  }
-  ~Env() { unsetenv(name.c_str()); }
-};
 
 }  // namespace
 
@@ -269,7 +246,7 @@ void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
         },
         [&] { CK(cudaMemcpy(dst, src, bytes, kind)); }};
     std::vector<std::vector<double>> us(variants.size());
-    for (int i = 0; i < 51 * 40 + 20; ++i)
+    for (int i = 0; i < trials_or(51) * 40 + 20; ++i)
       for (std::size_t v = 0; v < variants.size(); ++v) {
         const auto t0 = Clock::now();
         variants[v]();
@@ -281,173 +258,132 @@ void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
   }
 }
 
-int main(int argc, char** argv) {
-  bool four_gib = false, strict = false, sync_only = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--4g") == 0) four_gib = true;
-    else if (std::strcmp(argv[i], "--strict") == 0) strict = true;
-    else if (std::strcmp(argv[i], "--sync") == 0) sync_only = true;
-    else {
-      std::fprintf(stderr, "usage: %s [--4g] [--strict] [--sync]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
-    std::printf("devctx_bench_transfers: no CUDA device; nothing to measure\n");
-    return 0;
-  }
-  if (sync_only) {
-    CK(cudaSetDevice(0));
-    cudaStream_t raw;
-    CK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
-    std::vector<Byte> pageable(std::size_t{4} << 20, 1);
-    copy_then_synchronize(raw, pageable);
-    CK(cudaStreamDestroy(raw));
-    std::printf("\n%d target(s) MISSED\n", missed);
-    return strict && missed > 0 ? 3 : 0;
-  }
-  const std::size_t largest = four_gib ? std::size_t{4} << 30 : std::size_t{1} << 30;
-  std::vector<std::size_t> sizes;
-  for (std::size_t s = 4096; s <= largest; s *= 4) sizes.push_back(s);
-
-  CK(cudaSetDevice(0));
-  cudaStream_t raw;
-  CK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
-  std::vector<Byte> pageable(largest), check(largest);
-  std::memset(pageable.data(), 1, largest);  // touched: no first-use page faults in the timings
-  std::memset(check.data(), 2, largest);
-  Byte* pinned = nullptr;
-  CK(cudaMallocHost(&pinned, largest));
-  std::memset(pinned, 3, largest);
-
-  {
-    devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
-    auto d = ctx.enqueue_create_buffer<Byte>(largest);
-    ctx.synchronize();
-    std::printf("devctx_bench_transfers on %s; %u hardware threads on the host\n\n", ctx.name().c_str(),
-                std::thread::hardware_concurrency());
-
-    // ---- 1. pageable copies -----------------------------------------------------------------------
-    std::printf("1. pageable copies (GB/s; devctx from a std::vector, raw cudaMemcpyAsync from the same vector and\n"
-                "   from cudaMallocHost memory), alternating; targets: <= 1 MiB devctx >= 0.95x raw pageable,\n"
-                "   >= 256 MiB devctx >= 0.75x pinned\n");
-    std::printf("%-8s %-4s %10s %10s %10s %12s %10s  %s\n", "size", "dir", "devctx", "raw page", "raw pinned",
-                "vs raw page", "vs pinned", "target");
-    for (const std::size_t n : sizes) {
-      const int reps = reps_for(n);
-      const int trials = n >= (std::size_t{256} << 20) ? 5 : 7;
-      for (const bool up : {true, false}) {
-        auto span = std::span<Byte>(pageable.data(), n);
-        auto slice = d.slice(0, n);
-        const auto devctx_fn = [&] {
+/// Part 1: pageable copies of every size, devctx against raw pageable and raw pinned copies.
+void pageable_part(devctx::DeviceContext& ctx, auto& d, cudaStream_t raw, const std::vector<std::size_t>& sizes,
+                   std::vector<Byte>& pageable, std::vector<Byte>& check, Byte* pinned) {
+  // ---- 1. pageable copies -----------------------------------------------------------------------
+  std::printf("1. pageable copies (GB/s; devctx from a std::vector, raw cudaMemcpyAsync from the same vector and\n"
+              "   from cudaMallocHost memory), alternating; targets: <= 1 MiB devctx >= 0.95x raw pageable,\n"
+              "   >= 256 MiB devctx >= 0.75x pinned\n");
+  std::printf("%-8s %-4s %10s %10s %10s %12s %10s  %s\n", "size", "dir", "devctx", "raw page", "raw pinned",
+              "vs raw page", "vs pinned", "target");
+  for (const std::size_t n : sizes) {
+    const int reps = reps_for(n);
+    const int trials = n >= (std::size_t{256} << 20) ? 5 : 7;
+    for (const bool up : {true, false}) {
+      auto span = std::span<Byte>(pageable.data(), n);
+      auto slice = d.slice(0, n);
+      const auto devctx_fn = [&] {
+        return gbps(n, reps, [&] {
+          for (int r = 0; r < reps; ++r) {
+            if (up) ctx.enqueue_copy(slice, span);
+            else ctx.enqueue_copy(span, slice);
+          }
+          ctx.synchronize();
+        });
+      };
+      // Raw pageable: each copy followed by a stream wait, the promise devctx's call keeps (done
+      // on return). Raw pinned: copies back to back, one wait at the end (the DMA ceiling).
+      const auto raw_fn = [&](Byte* host, bool wait_each) {
+        return [&, host, wait_each] {
           return gbps(n, reps, [&] {
             for (int r = 0; r < reps; ++r) {
-              if (up) ctx.enqueue_copy(slice, span);
-              else ctx.enqueue_copy(span, slice);
+              CK(devctx_bench::raw_copy(d.data(), host, n, up, raw, wait_each));
             }
-            ctx.synchronize();
+            CK(cudaStreamSynchronize(raw));
           });
         };
-        // Raw pageable: each copy followed by a stream wait, the promise devctx's call keeps (done
-        // on return). Raw pinned: copies back to back, one wait at the end (the DMA ceiling).
-        const auto raw_fn = [&](Byte* host, bool wait_each) {
-          return [&, host, wait_each] {
-            return gbps(n, reps, [&] {
-              for (int r = 0; r < reps; ++r) {
-                if (up) CK(cudaMemcpyAsync(d.data(), host, n, cudaMemcpyHostToDevice, raw));
-                else CK(cudaMemcpyAsync(host, d.data(), n, cudaMemcpyDeviceToHost, raw));
-                if (wait_each) CK(cudaStreamSynchronize(raw));
-              }
-              CK(cudaStreamSynchronize(raw));
-            });
-          };
-        };
-        const auto m = alternate(trials, 1, {devctx_fn, raw_fn(pageable.data(), true), raw_fn(pinned, false)});
-        std::string target;
-        if (n <= (std::size_t{1} << 20)) target = std::string(">= 0.95x raw pageable: ") + verdict(m[0] >= 0.95 * m[1]);
-        if (n >= (std::size_t{256} << 20)) target = std::string(">= 0.75x pinned: ") + verdict(m[0] >= 0.75 * m[2]);
-        std::printf("%-8s %-4s %10.2f %10.2f %10.2f %11.2fx %9.2fx  %s\n", size_name(n).c_str(), up ? "H2D" : "D2H", m[0],
-                    m[1], m[2], m[0] / m[1], m[0] / m[2], target.c_str());
-        std::fflush(stdout);
-        // The result of one devctx copy, checked against the raw pinned path.
-        fill_pattern(pageable, n, unsigned(n >> 12) + (up ? 1u : 2u));
-        if (up) {
-          ctx.enqueue_copy(slice, span);
-          ctx.synchronize();
-          CK(cudaMemcpy(check.data(), d.data(), n, cudaMemcpyDeviceToHost));
-          if (!same_pattern(check.data(), pageable.data(), n)) {
-            std::printf("WRONG: devctx H2D of %s\n", size_name(n).c_str());
-            ++wrong;
-          }
-        } else {
-          CK(cudaMemcpy(d.data(), pageable.data(), n, cudaMemcpyHostToDevice));
-          std::memset(check.data(), 0xEE, n);
-          ctx.enqueue_copy(std::span<Byte>(check.data(), n), slice);
-          if (!same_pattern(check.data(), pageable.data(), n)) {
-            std::printf("WRONG: devctx D2H of %s\n", size_name(n).c_str());
-            ++wrong;
-          }
+      };
+      const auto m = alternate(trials, 1, {devctx_fn, raw_fn(pageable.data(), true), raw_fn(pinned, false)});
+      std::string target;
+      if (n <= (std::size_t{1} << 20)) target = std::string(">= 0.95x raw pageable: ") + verdict(m[0] >= 0.95 * m[1]);
+      if (n >= (std::size_t{256} << 20)) target = std::string(">= 0.75x pinned: ") + verdict(m[0] >= 0.75 * m[2]);
+      std::printf("%-8s %-4s %10.2f %10.2f %10.2f %11.2fx %9.2fx  %s\n", size_name(n).c_str(), up ? "H2D" : "D2H", m[0],
+                  m[1], m[2], m[0] / m[1], m[0] / m[2], target.c_str());
+      std::fflush(stdout);
+      // The result of one devctx copy, checked against the raw pinned path.
+      fill_pattern(pageable, n, unsigned(n >> 12) + (up ? 1u : 2u));
+      if (up) {
+        ctx.enqueue_copy(slice, span);
+        ctx.synchronize();
+        CK(cudaMemcpy(check.data(), d.data(), n, cudaMemcpyDeviceToHost));
+        if (!same_pattern(check.data(), pageable.data(), n)) {
+          std::printf("WRONG: devctx H2D of %s\n", size_name(n).c_str());
+          ++wrong;
+        }
+      } else {
+        CK(cudaMemcpy(d.data(), pageable.data(), n, cudaMemcpyHostToDevice));
+        std::memset(check.data(), 0xEE, n);
+        ctx.enqueue_copy(std::span<Byte>(check.data(), n), slice);
+        if (!same_pattern(check.data(), pageable.data(), n)) {
+          std::printf("WRONG: devctx D2H of %s\n", size_name(n).c_str());
+          ++wrong;
         }
       }
     }
+  }
+}
 
-    // ---- 2. both directions at once on page-locked memory ------------------------------------------
-    {
-      const std::size_t n = std::size_t{256} << 20;
-      auto up_src = ctx.enqueue_create_host_buffer<Byte>(n);
-      auto down_dst = ctx.enqueue_create_host_buffer<Byte>(n);
-      auto d_up = ctx.enqueue_create_buffer<Byte>(n);
-      auto d_down = ctx.enqueue_create_buffer<Byte>(n);
-      auto s1 = ctx.create_stream();
-      auto s2 = ctx.create_stream();
-      ctx.synchronize();
-      std::memset(up_src.data(), 4, n);
-      cudaStream_t raw2;
-      CK(cudaStreamCreateWithFlags(&raw2, cudaStreamNonBlocking));
-      Byte* pinned2 = nullptr;
-      CK(cudaMallocHost(&pinned2, n));
-      const int reps = 4;
-      const auto devctx_both = [&] {
-        return gbps(2 * n, reps, [&] {
-          for (int r = 0; r < reps; ++r) {
-            s1.enqueue_copy(d_up, up_src);
-            s2.enqueue_copy(down_dst, d_down);
-          }
-          s1.synchronize();
-          s2.synchronize();
-        });
-      };
-      const auto raw_both = [&] {
-        return gbps(2 * n, reps, [&] {
-          for (int r = 0; r < reps; ++r) {
-            CK(cudaMemcpyAsync(d_up.data(), pinned, n, cudaMemcpyHostToDevice, raw));
-            CK(cudaMemcpyAsync(pinned2, d_down.data(), n, cudaMemcpyDeviceToHost, raw2));
-          }
-          CK(cudaStreamSynchronize(raw));
-          CK(cudaStreamSynchronize(raw2));
-        });
-      };
-      // Pageable both ways at once: two host threads, each with its own stream.
-      const auto pageable_both = [&] {
-        return gbps(2 * n, 2, [&] {
-          std::thread other([&] {
-            for (int r = 0; r < 2; ++r) s2.enqueue_copy(std::span<Byte>(check.data(), n), d_down);
-          });
-          for (int r = 0; r < 2; ++r) s1.enqueue_copy(d_up, std::span<Byte>(pageable.data(), n));
-          s1.synchronize();
-          other.join();
-        });
-      };
-      const auto m = alternate(5, 1, {devctx_both, raw_both, pageable_both});
-      std::printf("\n2. both directions at once, 256 MiB each way on two streams (GB/s, both directions summed)\n");
-      std::printf("   page-locked: devctx %.2f, raw %.2f (%.2fx); target devctx >= 95: %s\n", m[0], m[1], m[0] / m[1],
-                  verdict(m[0] >= 95.0));
-      std::printf("   pageable (devctx, two host threads): %.2f\n", m[2]);
-      CK(cudaFreeHost(pinned2));
-      CK(cudaStreamDestroy(raw2));
-    }
-  }  // the device closes: the sweeps reopen it with other settings
+/// Part 2: both directions at once, page-locked (devctx and raw) and pageable (devctx).
+void both_directions_part(devctx::DeviceContext& ctx, cudaStream_t raw, std::vector<Byte>& pageable,
+                          std::vector<Byte>& check, Byte* pinned) {
+  // ---- 2. both directions at once on page-locked memory ------------------------------------------
+  const std::size_t n = std::size_t{256} << 20;
+  auto up_src = ctx.enqueue_create_host_buffer<Byte>(n);
+  auto down_dst = ctx.enqueue_create_host_buffer<Byte>(n);
+  auto d_up = ctx.enqueue_create_buffer<Byte>(n);
+  auto d_down = ctx.enqueue_create_buffer<Byte>(n);
+  auto s1 = ctx.create_stream();
+  auto s2 = ctx.create_stream();
+  ctx.synchronize();
+  std::memset(up_src.data(), 4, n);
+  cudaStream_t raw2;
+  CK(cudaStreamCreateWithFlags(&raw2, cudaStreamNonBlocking));
+  Byte* pinned2 = nullptr;
+  CK(cudaMallocHost(&pinned2, n));
+  const int reps = 4;
+  const auto devctx_both = [&] {
+    return gbps(2 * n, reps, [&] {
+      for (int r = 0; r < reps; ++r) {
+        s1.enqueue_copy(d_up, up_src);
+        s2.enqueue_copy(down_dst, d_down);
+      }
+      s1.synchronize();
+      s2.synchronize();
+    });
+  };
+  const auto raw_both = [&] {
+    return gbps(2 * n, reps, [&] {
+      for (int r = 0; r < reps; ++r) {
+        CK(cudaMemcpyAsync(d_up.data(), pinned, n, cudaMemcpyHostToDevice, raw));
+        CK(cudaMemcpyAsync(pinned2, d_down.data(), n, cudaMemcpyDeviceToHost, raw2));
+      }
+      CK(cudaStreamSynchronize(raw));
+      CK(cudaStreamSynchronize(raw2));
+    });
+  };
+  // Pageable both ways at once: two host threads, each with its own stream.
+  const auto pageable_both = [&] {
+    return gbps(2 * n, 2, [&] {
+      std::thread other([&] {
+        for (int r = 0; r < 2; ++r) s2.enqueue_copy(std::span<Byte>(check.data(), n), d_down);
+      });
+      for (int r = 0; r < 2; ++r) s1.enqueue_copy(d_up, std::span<Byte>(pageable.data(), n));
+      s1.synchronize();
+      other.join();
+    });
+  };
+  const auto m = alternate(5, 1, {devctx_both, raw_both, pageable_both});
+  std::printf("\n2. both directions at once, 256 MiB each way on two streams (GB/s, both directions summed)\n");
+  std::printf("   page-locked: devctx %.2f, raw %.2f (%.2fx); target devctx >= 95: %s\n", m[0], m[1], m[0] / m[1],
+              verdict(m[0] >= 95.0));
+  std::printf("   pageable (devctx, two host threads): %.2f\n", m[2]);
+  CK(cudaFreeHost(pinned2));
+  CK(cudaStreamDestroy(raw2));
+}
 
+/// Part 3: sweeps of the staged path's settings, the device reopened for each.
+void settings_part(cudaStream_t raw, std::vector<Byte>& pageable) {
   // ---- 3. sweeps of the staged path's settings -------------------------------------------------------
   // with_raw: a raw pageable copy of the same size runs between devctx's (as in part 1), so that
   // devctx's copy threads have slept and their cores idled before each measured copy.
@@ -458,10 +394,7 @@ int main(int argc, char** argv) {
     const int reps = reps_for(n);
     auto span = std::span<Byte>(pageable.data(), n);
     const auto raw_pageable = [&] {
-      return gbps(n, 1, [&] {
-        CK(cudaMemcpyAsync(d.data(), pageable.data(), n, cudaMemcpyHostToDevice, raw));
-        CK(cudaStreamSynchronize(raw));
-      });
+      return gbps(n, 1, [&] { CK(devctx_bench::raw_copy(d.data(), pageable.data(), n, true, raw, true)); });
     };
     if (with_raw) {
       const auto m = alternate(trials, 1, {[&] {
@@ -536,28 +469,76 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n");
+}
 
+/// Part 4: the CPU time an idle context whose staging engine has started adds to its process.
+void idle_part(std::vector<Byte>& pageable) {
   // ---- 4. an idle context whose staging engine has started: its copy threads sleep -----------------
   // The same process idles for a second before the context exists (the CUDA runtime's own threads
   // and this thread: the baseline) and for a second with it; what the context adds is the
   // difference, and its copy threads' own CPU time is read from /proc per thread.
-  {
-    const IdleSecond before = idle_second();
-    devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
-    auto d = ctx.enqueue_create_buffer<Byte>(std::size_t{64} << 20);
-    ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), d.size()));  // starts the engine
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));      // past the copy threads' spin
-    const IdleSecond after = idle_second();
-    const double added = after.process_ms - before.process_ms;
-    std::printf("\n4. idle for 1 s: the process used %.3f ms of CPU time per second before the context existed, "
-                "%.3f ms with an idle context whose staging engine has started (%.3f ms added; its copy threads "
-                "%.3f ms); target: the context adds < 1 ms: %s\n",
-                before.process_ms, after.process_ms, added, after.copy_threads_ms, verdict(added < 1.0));
-    std::printf("   CPU time by thread name over the second with the context (ms):");
-    for (const auto& [name, ms] : after.by_name) std::printf(" %s %.3f", name.c_str(), ms);
-    std::printf("\n");
-  }
+  const IdleSecond before = idle_second();
+  devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
+  auto d = ctx.enqueue_create_buffer<Byte>(std::size_t{64} << 20);
+  ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), d.size()));  // starts the engine
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));      // past the copy threads' spin
+  const IdleSecond after = idle_second();
+  const double added = after.process_ms - before.process_ms;
+  std::printf("\n4. idle for 1 s: the process used %.3f ms of CPU time per second before the context existed, "
+              "%.3f ms with an idle context whose staging engine has started (%.3f ms added; its copy threads "
+              "%.3f ms); target: the context adds < 1 ms: %s\n",
+              before.process_ms, after.process_ms, added, after.copy_threads_ms, verdict(added < 1.0));
+  std::printf("   CPU time by thread name over the second with the context (ms):");
+  for (const auto& [name, ms] : after.by_name) std::printf(" %s %.3f", name.c_str(), ms);
+  std::printf("\n");
+}
 
+int main(int argc, char** argv) {
+  bool four_gib = false, strict = false, sync_only = false;
+  devctx_bench::Args args("devctx_bench_transfers", "Copies between host memory and the GPU: devctx against raw cudaMemcpyAsync");
+  args.flag("--4g", four_gib, "Part 1 up to 4 GiB (default 1 GiB)");
+  args.flag("--strict", strict, "Exit status 3 when a target is missed");
+  args.flag("--sync", sync_only, "Part 5 alone (copy, then synchronize)");
+  args.option("--trials", trials_option, "Trials of every alternating measurement (default 0: each its own, 5 to 51)", 0, 10000);
+  args.parse(argc, argv);
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
+    std::printf("devctx_bench_transfers: no CUDA device; nothing to measure\n");
+    return 0;
+  }
+  if (sync_only) {
+    CK(cudaSetDevice(0));
+    cudaStream_t raw;
+    CK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+    std::vector<Byte> pageable(std::size_t{4} << 20, 1);
+    copy_then_synchronize(raw, pageable);
+    CK(cudaStreamDestroy(raw));
+    std::printf("\n%d target(s) MISSED\n", missed);
+    return strict && missed > 0 ? 3 : 0;
+  }
+  const std::size_t largest = four_gib ? std::size_t{4} << 30 : std::size_t{1} << 30;
+  std::vector<std::size_t> sizes;
+  for (std::size_t s = 4096; s <= largest; s *= 4) sizes.push_back(s);
+
+  CK(cudaSetDevice(0));
+  cudaStream_t raw;
+  CK(cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking));
+  std::vector<Byte> pageable(largest), check(largest);
+  std::memset(pageable.data(), 1, largest);  // touched: no first-use page faults in the timings
+  std::memset(check.data(), 2, largest);
+  Byte* pinned = nullptr;
+  CK(cudaMallocHost(&pinned, largest));
+  std::memset(pinned, 3, largest);
+  {
+    devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
+    auto d = ctx.enqueue_create_buffer<Byte>(largest);
+    ctx.synchronize();
+    std::printf("devctx_bench_transfers on %s; %u hardware threads on the host\n\n", ctx.name().c_str(),
+                std::thread::hardware_concurrency());
+    pageable_part(ctx, d, raw, sizes, pageable, check, pinned);
+    both_directions_part(ctx, raw, pageable, check, pinned);
+  }  // the device closes: the sweeps reopen it with other settings
+  settings_part(raw, pageable);
+  idle_part(pageable);
   copy_then_synchronize(raw, pageable);
 
   CK(cudaFreeHost(pinned));

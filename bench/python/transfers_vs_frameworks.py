@@ -14,7 +14,7 @@ The source arrays are touched before timing (no first-use page faults); each dev
 checked once against the source. GB/s count the bytes moved once (10^9 bytes per second).
 
 usage: transfers_vs_frameworks.py [--max-mib N] [--trials N]
-Needs devctx's Python package built with CUDA (tools/gpu-check.sh builds it) and a GPU; torch and
+Needs devctx's Python package built with CUDA (scripts/gpu-check.sh builds it) and a GPU; torch and
 cupy are optional (their columns say "-" when missing). Exit status 1 when a result is wrong.
 """
 import argparse

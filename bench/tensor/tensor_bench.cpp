@@ -11,16 +11,16 @@
 //
 // The threads-with-barriers form runs on the CPU backend only with --cpu-threads-form (its fiber
 // switches dominate there, so it says nothing about indexing).
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <devctx/devctx.hpp>
+
+#include "support/args.hpp"
+#include "support/stats.hpp"
 
 namespace {
 
@@ -115,21 +115,12 @@ struct Options {
   bool cpu_threads_form = false;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 /// Runs both forms on `api`; returns false when a result is wrong.
 bool run(devctx::Api api, const Options& opt) {
   devctx::DeviceContext ctx(api);
   const bool cpu = api == devctx::Api::cpu;
   const unsigned n = opt.n != 0 ? opt.n : cpu ? 512 : 4096;
   const std::size_t iterations = opt.iterations != 0 ? opt.iterations : cpu ? 3 : 20;
-  if (n % kT != 0) {
-    std::fprintf(stderr, "--n must be a multiple of %u\n", kT);
-    std::exit(2);
-  }
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> d(-4, 4);  // small integers: every sum is exact
   std::vector<float> a(std::size_t(n) * n), b(a.size());
@@ -194,7 +185,7 @@ bool run(devctx::Api api, const Options& opt) {
       tf.push_back(std::chrono::duration<double, std::milli>(ctx.execution_time(flat, iterations)).count());
       tt.push_back(std::chrono::duration<double, std::milli>(ctx.execution_time(tens, iterations)).count());
     }
-    const double mf = median(tf), mt = median(tt);
+    const double mf = devctx_bench::median(tf), mt = devctx_bench::median(tt);
     std::printf("  %-28s %12.3f %12.3f %10.1f %10.3f\n",
                 block_level ? "block-level (Block phases)" : "threads + barrier()", mf / double(iterations),
                 mt / double(iterations), gflop / (mt / 1e3), mt / mf);
@@ -206,24 +197,18 @@ bool run(devctx::Api api, const Options& opt) {
 
 int main(int argc, char** argv) {
   Options opt;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto next = [&] {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", arg.c_str());
-        std::exit(2);
-      }
-      return std::strtoull(argv[++i], nullptr, 10);
-    };
-    if (arg == "--n") opt.n = unsigned(next());
-    else if (arg == "--trials") opt.trials = int(std::max<unsigned long long>(1, next()));
-    else if (arg == "--iterations") opt.iterations = std::size_t(next());
-    else if (arg == "--cpu-threads-form") opt.cpu_threads_form = true;
-    else {
-      std::fprintf(stderr, "usage: %s [--n N] [--trials T] [--iterations I] [--cpu-threads-form]\n", argv[0]);
-      return 2;
-    }
+  int n = 0;
+  devctx_bench::Args args("devctx_bench_tensor", "The same tiled matmul with flat indexing and with LayoutTensor, same run");
+  args.option("--n", n, "Matrix side, a multiple of 16 (default 512 on the CPU, 4096 on a GPU)", 0, 65536);
+  args.option("--trials", opt.trials, "Interleaved trials of each form (median reported)", 1, 100000);
+  args.option("--iterations", opt.iterations, "Launches per timing (default 3 on the CPU, 20 on a GPU)", 0, 1000000);
+  args.flag("--cpu-threads-form", opt.cpu_threads_form, "Also time the threads + barrier() form on the CPU (slow)");
+  args.parse(argc, argv);
+  if (n % int(kT) != 0) {
+    std::fprintf(stderr, "devctx_bench_tensor: error: --n %d: not a multiple of %u\n", n, kT);
+    return 2;
   }
+  opt.n = unsigned(n);
   bool ok = run(devctx::Api::cpu, opt);
   if (devctx::DeviceContext::count(devctx::backend("cuda").api) > 0) ok = run(devctx::backend("cuda").api, opt) && ok;
   else std::printf("no CUDA device: GPU rows skipped\n");

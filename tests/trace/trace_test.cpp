@@ -211,6 +211,12 @@ TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
       EXPECT_EQ(a.at("grid_dim"), json::array({r.program.grid, 1, 1}));
       EXPECT_EQ(a.at("block_dim"), json::array({r.program.block, 1, 1}));
       EXPECT_EQ(a.at("shared_bytes"), 0);
+      // How the CPU backend ran it (the program's kernels have no barrier); nothing on CUDA.
+      if (api() == devctx::Api::cpu) {
+        EXPECT_EQ(a.at("execution"), "plain loop: no thread reached barrier() or a warp operation");
+      } else {
+        EXPECT_FALSE(a.contains("execution"));
+      }
     }
     if (has_device_time(want.kind)) device_ops.push_back(i);
   }
@@ -736,7 +742,7 @@ TEST(TraceFile, RecordingMemoryStaysBoundedHoweverLongTheProgramRuns) {
   // Before: every record stayed in memory until exit (597 MB after 20 s of 8 threads). 2
   // threads x 48000 rounds are 288000 operations: kept in memory (trace::start() alone, as
   // DEVCTX_TRACE_FILE did before) the peak grows by about 70 MiB on the development machine;
-  // streamed, at most 16384 records wait for their device times (bench/cpu/trace_memory.cpp
+  // streamed, at most 16384 records wait for their device times (bench/internal/trace_memory.cpp
   // shows the peak over 60 s of 8 threads).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "resident memory says nothing under ASan or TSan (freed memory is held in quarantine)";

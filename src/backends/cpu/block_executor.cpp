@@ -6,6 +6,7 @@
 
 #include <cxxabi.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 
@@ -28,6 +29,18 @@ constinit BarrierState no_block{};
 
 constinit thread_local ThreadState tls{.barrier_state = &no_block};
 constinit thread_local FissionSlot fission_slot{};
+
+namespace {
+constinit std::atomic<const char*> fission_off{nullptr};
+}
+
+bool note_fission_off(const char* why) noexcept {
+  const char* none = nullptr;
+  fission_off.compare_exchange_strong(none, why, std::memory_order_relaxed);
+  return true;
+}
+
+const char* fission_off_reason() noexcept { return fission_off.load(std::memory_order_relaxed); }
 
 namespace {
 
