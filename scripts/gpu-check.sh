@@ -20,7 +20,7 @@
 #   3d. with two GPUs, the peer copy benchmark (bench/cuda/peer_bench.cu) into bench-peer.log
 #   3e. the all-reduce benchmark (bench/cuda/allreduce_bench.cu: devctx vs ncclAllReduce called
 #      directly, every GPU present) into bench-allreduce.log
-#   3b. the Python package built with CUDA (pip install ./python, no build isolation: the GPU
+#   3b. the Python package built with CUDA (pip install ., no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
 #   4. compute-sanitizer memcheck, racecheck, initcheck and synccheck over every gpu-labelled test's command line
@@ -127,7 +127,7 @@ python_tests() {
     --config-settings=cmake.define.DEVCTX_ENABLE_CUDA=ON \
     --config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES="$ARCH" \
     ${DLPACK_DIR:+--config-settings=cmake.define.DEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} \
-    --config-settings=build-dir="$OUTDIR/python-build" "$SRC/python" || return 1
+    --config-settings=build-dir="$OUTDIR/python-build" "$SRC" || return 1
   cd "$SRC" && PYTHONPATH="$site" python3 -X faulthandler -m pytest -q -rs -p no:cacheprovider python/tests || status=$?
   [[ $status == 5 ]] && { echo "pytest collected no tests"; return 1; }
   if (( status > 128 )); then  # a crash: the native stack, under a debugger when there is one

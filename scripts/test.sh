@@ -129,10 +129,10 @@ section "libFuzzer harness (clang, ASan + UBSan, ${DEVCTX_FUZZ_SECONDS:-60} s)"
 preset fuzz -DDEVCTX_FUZZ_SECONDS="${DEVCTX_FUZZ_SECONDS:-60}"
 
 # ---- step 6: the Python package (python/, issue 12) ----------------------------------------------
-# `pip install ./python` into a virtual environment of Debian's python3, then its pytest suite:
+# `pip install .` into a virtual environment of Debian's python3, then its pytest suite:
 # NumPy zero-copy round trips and the Python API on the CPU backend (GPU tests skip here). Built
 # CPU-only to keep this step short; scripts/gpu-check.sh builds and runs it with CUDA on a GPU.
-section "the Python package (pip install ./python; pytest python/tests)"
+section "the Python package (pip install .; pytest python/tests; the sdist and a wheel from it)"
 DEVCTX_PIP_ARGS="--config-settings=cmake.define.DEVCTX_ENABLE_CUDA=OFF ${DEVCTX_PIP_ARGS:-}" \
   bash scripts/python-test.sh build-python/venv
 

@@ -1264,16 +1264,17 @@ TEST_F(Checking, MemoryOfAnUncheckedContextIsNeverUninitialised) {
 }
 
 TEST(CheckingOnCuda, AskingForItOnAGpuIsAnError) {
-  if (DeviceContext::count(Api::cuda) == 0) {
+  const Api gpu = devctx_test::gpu_api();
+  if (DeviceContext::count(gpu) == 0) {
     if (devctx_test::require_gpu()) FAIL() << "DEVCTX_REQUIRE_GPU=1 but no CUDA device";
     GTEST_SKIP() << "no CUDA device";
   }
-  const auto e = error_of([] { DeviceContext ctx{Api::cuda, 0, {.check = true}}; });
+  const auto e = error_of([&] { DeviceContext ctx{gpu, 0, {.check = true}}; });
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), Errc::not_available);
   EXPECT_THAT(e->what(), HasSubstr("compute-sanitizer"));
   const ScopedEnv env("DEVCTX_CHECK", "1");
-  EXPECT_FALSE(DeviceContext{Api::cuda}.checking());
+  EXPECT_FALSE(DeviceContext{gpu}.checking());
 }
 
 }  // namespace

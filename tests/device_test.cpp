@@ -23,6 +23,9 @@ using devctx_test::ScopedEnv;
 
 namespace {
 
+/// The CUDA backend, by its name (devctx/backend.hpp).
+Api cuda() { return devctx::backend("cuda").api; }
+
 std::string env_text(Api api, int id) { return std::string(devctx::to_string(api)) + ":" + std::to_string(id); }
 
 }  // namespace
@@ -31,10 +34,10 @@ std::string env_text(Api api, int id) { return std::string(devctx::to_string(api
 
 TEST(DeviceCount, CpuIsAlwaysOneAndCudaMatchesTheBuild) {
   EXPECT_EQ(DeviceContext::count(Api::cpu), 1);
-  const int cuda = DeviceContext::count(Api::cuda);
-  EXPECT_GE(cuda, 0);
+  const int gpus = DeviceContext::count(cuda());
+  EXPECT_GE(gpus, 0);
   if (!devctx_test::cuda_built()) {
-    EXPECT_EQ(cuda, 0) << "devctx was built without CUDA";
+    EXPECT_EQ(gpus, 0) << "devctx was built without CUDA";
   }
 }
 
@@ -59,14 +62,14 @@ TEST(DeviceSelection, ExplicitCpuDevice) {
 TEST(DeviceSelection, DefaultWithoutEnvironmentPrefersTheFirstGpu) {
   const ScopedEnv env("DEVCTX_DEVICE", nullptr);
   DeviceContext ctx;
-  EXPECT_EQ(ctx.api(), DeviceContext::count(Api::cuda) > 0 ? Api::cuda : Api::cpu);
+  EXPECT_EQ(ctx.api(), DeviceContext::count(cuda()) > 0 ? cuda() : Api::cpu);
   EXPECT_EQ(ctx.id(), 0);
 }
 
 TEST(DeviceSelection, EmptyEnvironmentValueMeansUnset) {
   const ScopedEnv env("DEVCTX_DEVICE", "");
   DeviceContext ctx;
-  EXPECT_EQ(ctx.api(), DeviceContext::count(Api::cuda) > 0 ? Api::cuda : Api::cpu);
+  EXPECT_EQ(ctx.api(), DeviceContext::count(cuda()) > 0 ? cuda() : Api::cpu);
 }
 
 TEST(DeviceSelection, EnvironmentCpu) {
@@ -80,7 +83,7 @@ TEST(DeviceSelection, EnvironmentCpu) {
 }
 
 TEST(DeviceSelection, EnvironmentCuda) {
-  const int n = DeviceContext::count(Api::cuda);
+  const int n = DeviceContext::count(cuda());
   if (n == 0) {
     // Naming an absent backend is an error, not a silent fallback to the CPU.
     for (const char* text : {"cuda", "cuda:0"}) {
@@ -95,17 +98,17 @@ TEST(DeviceSelection, EnvironmentCuda) {
   {
     const ScopedEnv env("DEVCTX_DEVICE", "cuda");
     DeviceContext ctx;
-    EXPECT_EQ(ctx.api(), Api::cuda);
+    EXPECT_EQ(ctx.api(), cuda());
     EXPECT_EQ(ctx.id(), 0);
   }
   for (int id = 0; id < n; ++id) {
-    const std::string text = env_text(Api::cuda, id);
+    const std::string text = env_text(cuda(), id);
     const ScopedEnv env("DEVCTX_DEVICE", text.c_str());
     DeviceContext ctx;
-    EXPECT_EQ(ctx.api(), Api::cuda);
+    EXPECT_EQ(ctx.api(), cuda());
     EXPECT_EQ(ctx.id(), id);
   }
-  const std::string past_end = env_text(Api::cuda, n);
+  const std::string past_end = env_text(cuda(), n);
   const ScopedEnv env("DEVCTX_DEVICE", past_end.c_str());
   const auto e = error_of([] { DeviceContext ctx; });
   ASSERT_TRUE(e);
@@ -146,10 +149,10 @@ TEST(DeviceNames, TheAcceptedFormsAndWhatTheyName) {
   using devctx::parse_device;
   EXPECT_EQ(parse_device("cpu"), (DeviceId{Api::cpu, 0}));
   EXPECT_EQ(parse_device("cpu:0"), (DeviceId{Api::cpu, 0}));
-  EXPECT_EQ(parse_device("cuda"), (DeviceId{Api::cuda, 0}));
-  EXPECT_EQ(parse_device("gpu"), (DeviceId{Api::cuda, 0}));
-  EXPECT_EQ(parse_device("cuda:7"), (DeviceId{Api::cuda, 7}));
-  EXPECT_EQ(parse_device("gpu:12"), (DeviceId{Api::cuda, 12}));
+  EXPECT_EQ(parse_device("cuda"), (DeviceId{cuda(), 0}));
+  EXPECT_EQ(parse_device("gpu"), (DeviceId{cuda(), 0}));
+  EXPECT_EQ(parse_device("cuda:7"), (DeviceId{cuda(), 7}));
+  EXPECT_EQ(parse_device("gpu:12"), (DeviceId{cuda(), 12}));
   EXPECT_EQ(parse_device("cpu:3"), (DeviceId{Api::cpu, 3})) << "existence is checked when a context opens it";
 }
 
@@ -175,7 +178,7 @@ TEST(DeviceNames, FromTheEnvironment) {
   }
   {
     const ScopedEnv env("DEVCTX_DEVICE", "cuda:2");
-    EXPECT_EQ(devctx::device_from_environment(), (devctx::DeviceId{Api::cuda, 2}));
+    EXPECT_EQ(devctx::device_from_environment(), (devctx::DeviceId{cuda(), 2}));
   }
   const ScopedEnv env("DEVCTX_DEVICE", "tpu");
   const auto e = error_of([] { (void)devctx::device_from_environment(); });
@@ -191,16 +194,16 @@ TEST(DeviceSelection, EnvironmentDoesNotAffectExplicitChoice) {
 }
 
 TEST(DeviceSelection, MissingDevicesAreNotAvailable) {
-  const int n = DeviceContext::count(Api::cuda);
-  // Api::cuda with no CUDA device (or past the last one), and a second CPU.
-  for (const auto& [api, id] : {std::pair{Api::cuda, n}, std::pair{Api::cpu, 1}, std::pair{Api::cpu, -1}}) {
+  const int n = DeviceContext::count(cuda());
+  // CUDA with no CUDA device (or past the last one), and a second CPU.
+  for (const auto& [api, id] : {std::pair{cuda(), n}, std::pair{Api::cpu, 1}, std::pair{Api::cpu, -1}}) {
     SCOPED_TRACE(env_text(api, id));
     const auto e = error_of([&, a = api, i = id] { DeviceContext ctx{a, i}; });
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code(), Errc::not_available) << e->what();
   }
   if (n == 0) {
-    const auto e = error_of([] { DeviceContext ctx{Api::cuda}; });
+    const auto e = error_of([] { DeviceContext ctx{cuda()}; });
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code(), Errc::not_available);
     EXPECT_THAT(e->what(), HasSubstr("Api::cpu")) << "the message should say how to run on the CPU";

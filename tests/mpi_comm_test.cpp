@@ -37,13 +37,14 @@ int main(int argc, char** argv) {
   // `gpu`: one GPU per rank (NCCL); exit 77 (skipped) when there are fewer GPUs than ranks.
   const bool gpu = argc > 1 && std::string(argv[1]) == "gpu";
   try {
-    const int gpus = gpu ? devctx::DeviceContext::count(devctx::Api::cuda) : 0;
+    const devctx::Api cuda = devctx::backend("cuda").api;
+    const int gpus = gpu ? devctx::DeviceContext::count(cuda) : 0;
     if (gpu && gpus < launcher_size()) {
       const bool required = devctx_test::require_gpu() && gpus == 0;
       std::printf("%d GPU(s) for %d rank(s): %s\n", gpus, launcher_size(), required ? "FAILED (DEVCTX_REQUIRE_GPU is on)" : "skipped");
       return required ? 1 : 77;
     }
-    devctx::DeviceContext ctx = gpu ? devctx::DeviceContext(devctx::Api::cuda, local_rank() % gpus)
+    devctx::DeviceContext ctx = gpu ? devctx::DeviceContext(cuda, local_rank() % gpus)
                                     : devctx::DeviceContext(devctx::Api::cpu);
     auto comm = devctx::Communicator::create_mpi(ctx);
     auto seed_buffer = ctx.enqueue_create_buffer<std::uint64_t>(1);

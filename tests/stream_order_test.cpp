@@ -73,7 +73,7 @@ TEST_P(StreamOrder, AStreamWaitsForAContextAndForItself) {
 }
 
 TEST_P(StreamOrder, StreamsWaitForTheOtherBackendsWork) {
-  const devctx::Api other_api = on_cpu() ? devctx::Api::cuda : devctx::Api::cpu;
+  const devctx::Api other_api = on_cpu() ? devctx_test::gpu_api() : devctx::Api::cpu;
   if (devctx::DeviceContext::count(other_api) == 0) GTEST_SKIP() << "needs a CPU and a GPU";
   devctx::DeviceContext other(other_api);
   devctx::DeviceContext& gpu = on_cpu() ? other : ctx();

@@ -397,10 +397,11 @@ DEVCTX_INSTANTIATE_BACKEND_TESTS(Transfers);
 // ---- the CUDA backend's settings (read when the device opens) ------------------------------------
 
 TEST(TransferSettings, MalformedValuesStopTheDeviceFromOpening) {
+  const devctx::Api cuda = devctx::backend("cuda").api;
   const auto& backends = requested_backends();
-  if (std::find(backends.begin(), backends.end(), devctx::Api::cuda) == backends.end())
+  if (std::find(backends.begin(), backends.end(), cuda) == backends.end())
     GTEST_SKIP() << "the CUDA backend is not requested";
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(cuda) == 0) {
     if (require_gpu()) FAIL() << "DEVCTX_REQUIRE_GPU=1 but there is no CUDA device";
     GTEST_SKIP() << "no CUDA device";
   }
@@ -419,14 +420,14 @@ TEST(TransferSettings, MalformedValuesStopTheDeviceFromOpening) {
                         Case{"DEVCTX_CUDA_STAGING_THRESHOLD", "-1", "DEVCTX_CUDA_STAGING_THRESHOLD"}}) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);
     const ScopedEnv env(c.name, c.value);
-    auto e = error_of([] { devctx::DeviceContext bad{devctx::Api::cuda, 0}; });
+    auto e = error_of([&] { devctx::DeviceContext bad{cuda, 0}; });
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code(), devctx::Errc::invalid_argument);
     EXPECT_THAT(e->what(), testing::HasSubstr(c.expected));
   }
   // With the variables back, the device opens.
-  devctx::DeviceContext good{devctx::Api::cuda, 0};
-  EXPECT_EQ(good.api(), devctx::Api::cuda);
+  devctx::DeviceContext good{cuda, 0};
+  EXPECT_EQ(good.api(), cuda);
 }
 
 }  // namespace

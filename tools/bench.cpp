@@ -62,7 +62,7 @@ double us_per(std::chrono::nanoseconds total, std::uint64_t iterations) {
 }
 
 void transfers(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<BenchRow>& rows) {
-  const bool gpu = ctx.api() == devctx::Api::cuda;
+  const bool gpu = ctx.backend().name == "cuda";
   const auto sizes = byte_sizes(max_bytes);
   Progress progress(sizes.size() * (gpu ? 9 : 5));
   auto pinned = ctx.enqueue_create_host_buffer<std::byte>(max_bytes);
@@ -104,7 +104,7 @@ void transfers(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<Be
 }
 
 void launches(devctx::DeviceContext& ctx, std::vector<BenchRow>& rows) {
-  const bool gpu = ctx.api() == devctx::Api::cuda;
+  const bool gpu = ctx.backend().name == "cuda";
   const std::vector<unsigned> grids = {1, 8, 64, 512, 4096};
   Progress progress(grids.size());
   auto out = ctx.enqueue_create_buffer<float>(1);
@@ -139,7 +139,7 @@ void allocations(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<
       ctx.synchronize();
       rows.push_back({"alloc", series, bytes, "bytes", n, devctx_bench::us_since(start) / double(n), -1});
     }
-    if (ctx.api() == devctx::Api::cuda)
+    if (ctx.backend().name == "cuda")
       if (const auto us = raw_cuda_alloc_us(ctx.id(), bytes, int(n)))
         rows.push_back({"alloc", "raw CUDA cudaMallocAsync + cudaFreeAsync", bytes, "bytes", n, *us, -1});
   }
@@ -151,7 +151,7 @@ int run_bench(const BenchOptions& o) {
   devctx::DeviceContext ctx = o.device.empty() ? devctx::DeviceContext{}
                                                : devctx::DeviceContext{devctx::parse_device(o.device).api,
                                                                        devctx::parse_device(o.device).id};
-  const bool gpu = ctx.api() == devctx::Api::cuda;
+  const bool gpu = ctx.backend().name == "cuda";
   const std::size_t max_bytes = o.max_bytes != 0 ? o.max_bytes : gpu ? (std::size_t{256} << 20) : (std::size_t{16} << 20);
   std::vector<BenchRow> rows;
   if (o.suite == "transfers" || o.suite == "all") transfers(ctx, max_bytes, rows);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@ std::string mhz_text(int khz) { return std::to_string(khz / 1000) + " MHz"; }
 
 nlohmann::json device_json(devctx::Api api, int id) {
   const devctx::DeviceContext ctx{api, id};
+  const bool cuda = ctx.backend().name == "cuda";  // the CUDA runtime's facts (cuda_facts.hpp)
   const devctx::DeviceInfo& i = ctx.info();
   const devctx::MemoryInfo memory = ctx.memory_info();
   nlohmann::json d = {
@@ -49,7 +51,7 @@ nlohmann::json device_json(devctx::Api api, int id) {
                                  : nlohmann::json(std::to_string(i.compute_capability_major) + "." +
                                                   std::to_string(i.compute_capability_minor))},
   };
-  if (api == devctx::Api::cuda) {
+  if (cuda) {
     if (const auto f = gpu_facts(id)) {
       d["driver_version"] = version_text(f->driver_version);
       d["runtime_version"] = version_text(f->runtime_version);
@@ -67,6 +69,7 @@ void print_device(devctx::Api api, int id, bool brief) {
   const devctx::DeviceContext ctx{api, id};
   const devctx::DeviceInfo& i = ctx.info();
   const bool cpu = api == devctx::Api::cpu;
+  const bool cuda = ctx.backend().name == "cuda";  // the CUDA runtime's facts (cuda_facts.hpp)
   std::vector<Row> rows = {
       {"multiprocessors", std::to_string(i.multiprocessors),
        cpu ? "worker threads; each runs whole blocks, as an SM does on a GPU"
@@ -79,7 +82,8 @@ void print_device(devctx::Api api, int id, bool brief) {
        "fast memory a block's threads share: DEVCTX_SHARED + shared_bytes"},
       {"warp size", std::to_string(i.warp_size), "threads that run in lockstep; shuffles exchange values within one"},
       {"total memory", bytes_text(i.total_memory_bytes),
-       cpu ? "device memory: for the CPU, the host's RAM" : "device memory, separate from the host's RAM"},
+       ctx.backend().has_device_memory ? "device memory, separate from the host's RAM"
+                                       : "device memory: for the CPU, the host's RAM"},
       {"compute capability",
        i.compute_capability_major == 0
            ? std::string("-")
@@ -87,7 +91,7 @@ void print_device(devctx::Api api, int id, bool brief) {
        "the GPU architecture's version (8.0 Ampere, 9.0 Hopper); none on the CPU"},
       {"free memory", bytes_text(ctx.memory_info().free_bytes), "device memory not in use now"},
   };
-  if (const auto f = cpu ? std::nullopt : gpu_facts(id)) {
+  if (const auto f = cuda ? gpu_facts(id) : std::nullopt) {
     rows.push_back({"driver / runtime", "CUDA " + version_text(f->driver_version) + " / " + version_text(f->runtime_version),
                     "the driver must be at least as new as the runtime devctx was built with"});
     rows.push_back({"PCI bus id", f->pci_bus_id, "where the GPU sits (nvidia-smi names it so)"});
@@ -106,27 +110,38 @@ void print_device(devctx::Api api, int id, bool brief) {
 }  // namespace
 
 int run_info(bool brief, bool json) {
-  const int cpus = devctx::DeviceContext::count(devctx::Api::cpu);
-  const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
+  // Every backend devctx knows, with its devices now (devctx/backend.hpp).
+  std::vector<std::pair<const devctx::Backend*, int>> counts;
+  int total = 0;
+  for (const devctx::Backend* backend : devctx::backends()) {
+    counts.emplace_back(backend, backend->device_count());
+    total += counts.back().second;
+  }
   if (json) {
     const devctx::DeviceContext chosen;  // throws the library's error for a bad DEVCTX_DEVICE
     nlohmann::json doc;
     doc["version"] = DEVCTX_VERSION_STRING;
-    doc["cuda_built"] = bool(DEVCTX_TOOL_WITH_CUDA);
+    doc["cuda_built"] = devctx::backend("cuda").built;
     doc["default_device"] = std::string(devctx::to_string(chosen.api())) + ":" + std::to_string(chosen.id());
+    doc["backends"] = nlohmann::json::array();
     doc["devices"] = nlohmann::json::array();
-    for (int id = 0; id < cpus; ++id) doc["devices"].push_back(device_json(devctx::Api::cpu, id));
-    for (int id = 0; id < gpus; ++id) doc["devices"].push_back(device_json(devctx::Api::cuda, id));
+    for (const auto& [backend, count] : counts) {
+      doc["backends"].push_back({{"name", backend->name},
+                                 {"built", backend->built},
+                                 {"devices", count},
+                                 {"absent_reason", count == 0 ? nlohmann::json(backend->absent_reason()) : nlohmann::json(nullptr)}});
+      for (int id = 0; id < count; ++id) doc["devices"].push_back(device_json(backend->api, id));
+    }
     std::printf("%s\n", doc.dump(2).c_str());
     return Exit::ok;
   }
-#if DEVCTX_TOOL_WITH_CUDA
-  const std::string cuda_note = gpus > 0 ? std::to_string(gpus) + " CUDA GPU" + (gpus == 1 ? "" : "s")
-                                         : "no CUDA GPU visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
-#else
-  const std::string cuda_note = "CUDA not built (configure with -DDEVCTX_ENABLE_CUDA=ON and nvcc on the PATH)";
-#endif
-  std::printf("%d device%s: %d CPU, %s\n", cpus + gpus, cpus + gpus == 1 ? "" : "s", cpus, cuda_note.c_str());
+  // "2 devices: 1 cpu, 1 cuda" or "1 device: 1 cpu; no cuda device: devctx was built without CUDA (...)".
+  std::string present, absent;
+  for (const auto& [backend, count] : counts) {
+    if (count > 0) present += (present.empty() ? "" : ", ") + std::to_string(count) + " " + std::string(backend->name);
+    else absent += "; no " + std::string(backend->name) + " device: " + backend->absent_reason();
+  }
+  std::printf("%d device%s: %s%s\n", total, total == 1 ? "" : "s", present.c_str(), absent.c_str());
 
   // The device `DeviceContext ctx;` opens, chosen by the library itself: a DEVCTX_DEVICE that it
   // rejects (a bad name, a device that is not there) throws the library's error here too.
@@ -137,11 +152,11 @@ int run_info(bool brief, bool json) {
     std::printf("default device: %s (from DEVCTX_DEVICE)\n", name.c_str());
   } else {
     std::printf("default device: %s, %s (set DEVCTX_DEVICE=cpu|cuda|cuda:N to choose another)\n", name.c_str(),
-                chosen.api() == devctx::Api::cuda ? "the first GPU" : "as there is no GPU");
+                chosen.backend().has_device_memory ? "the first GPU" : "as there is no GPU");
   }
 
-  for (int id = 0; id < cpus; ++id) print_device(devctx::Api::cpu, id, brief);
-  for (int id = 0; id < gpus; ++id) print_device(devctx::Api::cuda, id, brief);
+  for (const auto& [backend, count] : counts)
+    for (int id = 0; id < count; ++id) print_device(backend->api, id, brief);
   return Exit::ok;
 }
 

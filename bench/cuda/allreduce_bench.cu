@@ -127,13 +127,13 @@ int main(int argc, char** argv) try {
   args.flag("--strict", strict, "Exit status 3 when a target is missed");
   args.option("--trials", trials, "Alternating trials per size (median reported)", 1, 1000);
   args.parse(argc, argv);
-  const int n = devctx::DeviceContext::count(devctx::Api::cuda);
+  const int n = devctx::DeviceContext::count(devctx::backend("cuda").api);
   if (n == 0) {
     std::printf("devctx_bench_allreduce: no GPU; nothing to measure\n");
     return 77;
   }
   std::vector<devctx::DeviceContext> ctx;
-  for (int r = 0; r < n; ++r) ctx.emplace_back(devctx::Api::cuda, r);
+  for (int r = 0; r < n; ++r) ctx.emplace_back(devctx::backend("cuda").api, r);
   std::vector<devctx::Communicator> comms;
   try {
     comms = devctx::Communicator::create(ctx);

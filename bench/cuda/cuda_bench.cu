@@ -383,11 +383,11 @@ int main(int argc, char** argv) {
   args.flag("--strict", strict, "Exit status 3 when a target is missed");
   args.option("--trials", trials_option, "Trials of every measurement (default 0: each its own, 5 to 21)", 0, 10000);
   args.parse(argc, argv);
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("devctx_bench_cuda: no CUDA device; nothing to measure\n");
     return 0;
   }
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
   CK(cudaSetDevice(0));
   Raw raw;
   CK(cudaStreamCreateWithFlags(&raw.s, cudaStreamNonBlocking));

@@ -42,11 +42,11 @@ int main(int argc, char** argv) {
   args.option("--replays", replays, "Replays per timing", 1, 1000000);
   args.option("--trials", trials, "Interleaved trials (median reported)", 1, 100000);
   args.parse(argc, argv);
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("no CUDA device: skipped\n");
     return 77;
   }
-  devctx::DeviceContext ctx(devctx::Api::cuda);
+  devctx::DeviceContext ctx(devctx::backend("cuda").api);
   const std::size_t n = 256;  // one block: the kernels are as small as they come
   auto x = ctx.enqueue_create_buffer<float>(n);
   ctx.enqueue_memset(x, 0.0f);

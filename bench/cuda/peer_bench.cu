@@ -39,11 +39,11 @@ int main(int argc, char** argv) try {
   args.flag("--strict", strict, "Exit status 3 when a target is missed");
   args.option("--trials", trials, "Alternating trials per size and direction (median reported)", 1, 1000);
   args.parse(argc, argv);
-  if (devctx::DeviceContext::count(devctx::Api::cuda) < 2) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) < 2) {
     std::printf("devctx_bench_peer: fewer than two GPUs; nothing to measure\n");
     return 77;
   }
-  devctx::DeviceContext g0(devctx::Api::cuda, 0), g1(devctx::Api::cuda, 1);
+  devctx::DeviceContext g0(devctx::backend("cuda").api, 0), g1(devctx::backend("cuda").api, 1);
   std::printf("GPU 0: %s\nGPU 1: %s\ncan_access_peer: %s\n", g0.name().c_str(), g1.name().c_str(),
               g0.can_access_peer(g1) ? "yes" : "no (staged by CUDA)");
   const std::size_t max_bytes = std::size_t(1) << 30;

@@ -174,7 +174,7 @@ void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
               "   target: devctx >= 0.95x raw (time ratio raw/devctx)\n");
   std::printf("%-8s %-4s %9s %9s %8s | %11s %11s %11s %11s\n", "size", "dir", "devctx", "raw", "ratio",
               "raw Default", "raw on ctx", "copy alone", "idle sync");
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
   const std::size_t largest = std::size_t{4} << 20;
   auto d = ctx.enqueue_create_buffer<Byte>(largest);
   ctx.synchronize();
@@ -388,7 +388,7 @@ void settings_part(cudaStream_t raw, std::vector<Byte>& pageable) {
   // with_raw: a raw pageable copy of the same size runs between devctx's (as in part 1), so that
   // devctx's copy threads have slept and their cores idled before each measured copy.
   const auto measure = [&](std::size_t n, int trials, bool with_raw = false) {
-    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
     auto d = ctx.enqueue_create_buffer<Byte>(n);
     ctx.synchronize();
     const int reps = reps_for(n);
@@ -478,7 +478,7 @@ void idle_part(std::vector<Byte>& pageable) {
   // and this thread: the baseline) and for a second with it; what the context adds is the
   // difference, and its copy threads' own CPU time is read from /proc per thread.
   const IdleSecond before = idle_second();
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
   auto d = ctx.enqueue_create_buffer<Byte>(std::size_t{64} << 20);
   ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), d.size()));  // starts the engine
   std::this_thread::sleep_for(std::chrono::milliseconds(20));      // past the copy threads' spin
@@ -501,7 +501,7 @@ int main(int argc, char** argv) {
   args.flag("--sync", sync_only, "Part 5 alone (copy, then synchronize)");
   args.option("--trials", trials_option, "Trials of every alternating measurement (default 0: each its own, 5 to 51)", 0, 10000);
   args.parse(argc, argv);
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("devctx_bench_transfers: no CUDA device; nothing to measure\n");
     return 0;
   }
@@ -529,7 +529,7 @@ int main(int argc, char** argv) {
   CK(cudaMallocHost(&pinned, largest));
   std::memset(pinned, 3, largest);
   {
-    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
     auto d = ctx.enqueue_create_buffer<Byte>(largest);
     ctx.synchronize();
     std::printf("devctx_bench_transfers on %s; %u hardware threads on the host\n\n", ctx.name().c_str(),

@@ -207,7 +207,7 @@ void upload_after_part(Probe& p) {
   const auto evict = [&p] { p.evict(); };
   const auto raw_pinned_upload = [&p] { p.raw_pinned_upload(); };
   const auto raw_pageable_upload = [&p] { p.raw_pageable_upload(); };
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
   auto d = ctx.enqueue_create_buffer<Byte>(n);
   ctx.synchronize();
   const auto span = std::span<Byte>(pageable.data(), n);
@@ -409,7 +409,7 @@ void settings_part(Probe& p) {
   for (const Setting& s : settings) {
     std::deque<Env> env;  // set for this scope; a deque: Env neither copies nor moves
     for (const auto& [name, value] : s.env) env.emplace_back(name, value);
-    devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+    devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
     auto d = ctx.enqueue_create_buffer<Byte>(n);
     ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), n));  // starts its staging engine
     ctx.synchronize();
@@ -557,7 +557,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   const auto part = [&](const char* name) { return std::find(chosen.begin(), chosen.end(), name) != chosen.end(); };
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) {
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("devctx_bench_upload_probe: no CUDA device; nothing to measure\n");
     return 0;
   }

@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   }
   opt.n = unsigned(n);
   bool ok = run(devctx::Api::cpu, opt);
-  if (devctx::DeviceContext::count(devctx::Api::cuda) > 0) ok = run(devctx::Api::cuda, opt) && ok;
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) > 0) ok = run(devctx::backend("cuda").api, opt) && ok;
   else std::printf("no CUDA device: GPU rows skipped\n");
   return ok ? 0 : 1;
 }

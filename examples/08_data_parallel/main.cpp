@@ -134,7 +134,8 @@ int main(int argc, char** argv) try {
   std::vector<devctx::Communicator> comms;
   std::vector<int> ranks;
   int size = 0;
-  const int gpus = gpu ? devctx::DeviceContext::count(devctx::Api::cuda) : 0;
+  const devctx::Api cuda = devctx::backend("cuda").api;  // the GPU backend, by name (devctx/backend.hpp)
+  const int gpus = gpu ? devctx::DeviceContext::count(cuda) : 0;
   if (gpu && gpus == 0) {
     std::printf("%s: this machine has no GPU; skipped\n", mode.c_str());
     return 77;
@@ -142,7 +143,7 @@ int main(int argc, char** argv) try {
   if (mpi) {
     // One GPU per process: the launcher's local rank picks it (OpenMPI sets the variable).
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (gpu) contexts.emplace_back(devctx::Api::cuda, (local != nullptr ? std::atoi(local) : 0) % gpus);
+    if (gpu) contexts.emplace_back(cuda, (local != nullptr ? std::atoi(local) : 0) % gpus);
     else contexts.emplace_back(devctx::Api::cpu);
 #if defined(EXAMPLE_WITHOUT_DEVCTX_MPI)  // built against a devctx whose devctx::mpi was not found
     throw devctx::Error(devctx::Errc::not_available, "--mpi: this program was built without devctx::mpi");
@@ -152,7 +153,7 @@ int main(int argc, char** argv) try {
     ranks.push_back(comms[0].rank());
     size = comms[0].size();
   } else if (gpu) {
-    for (int i = 0; i < gpus; ++i) contexts.emplace_back(devctx::Api::cuda, i);
+    for (int i = 0; i < gpus; ++i) contexts.emplace_back(cuda, i);
     comms = devctx::Communicator::create(contexts);  // one thread drives every GPU (NCCL)
     for (int i = 0; i < gpus; ++i) ranks.push_back(i);
     size = gpus;

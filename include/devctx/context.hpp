@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <devctx/backend.hpp>
 #include <devctx/device_info.hpp>
 #include <devctx/error.hpp>
 #include <devctx/event.hpp>
@@ -87,9 +88,11 @@ class HostRegistration {
 /// A device and its default stream; every enqueue verb of StreamRef works on it.
 ///
 /// `DeviceContext ctx;` picks the default device: DEVCTX_DEVICE from the environment if set
-/// ("cpu", "cuda", "cuda:N"), else the first CUDA GPU when devctx was built with CUDA and one
-/// is present, else the CPU. `DeviceContext ctx{Api::cuda, 1};` picks one; it throws
-/// devctx::Error (not_available) when that backend or device does not exist. Either form takes
+/// ("cpu", "cuda", "cuda:N"), else device 0 of the backend with a device and the highest
+/// Backend::default_preference (the first CUDA GPU when devctx was built with CUDA and one is
+/// present), else the CPU. `DeviceContext ctx{api, 1};` picks device 1 of a backend (an Api
+/// value, or devctx::backend("cuda").api by name); it throws devctx::Error (not_available) when
+/// that backend or device does not exist, (invalid_argument) for an Api value naming none. Either form takes
 /// ContextOptions last; a bad value of DEVCTX_CHECK throws Error(invalid_argument).
 /// Move-only. Dropping it never blocks: enqueued work still runs, memory is freed after it.
 class DeviceContext : public StreamRef {
@@ -123,6 +126,8 @@ class DeviceContext : public StreamRef {
   [[nodiscard]] bool can_access_peer(const DeviceContext& other) const;
 
   [[nodiscard]] Api api() const;
+  /// The description of this context's backend (devctx/backend.hpp): has_device_memory, name...
+  [[nodiscard]] const Backend& backend() const;
   [[nodiscard]] int id() const;
   /// "NVIDIA H200", "CPU (16 threads): AMD EPYC ...".
   [[nodiscard]] std::string name() const;

@@ -5,7 +5,7 @@
 //
 // Host side: DeviceContext (context.hpp), DeviceBuffer / HostBuffer (buffer.hpp), Stream and
 // the enqueue verbs (stream.hpp), Event (event.hpp), Graph (graph.hpp), LaunchConfig / Dim3
-// (launch.hpp), DeviceInfo (device_info.hpp), Error (error.hpp); native CUDA handles, foreign streams and
+// (launch.hpp), DeviceInfo (device_info.hpp), the backends' descriptions (backend.hpp), Error (error.hpp); native CUDA handles, foreign streams and
 // DeviceView of foreign memory (interop.hpp, device_view.hpp). DLPack: <devctx/dlpack.hpp>,
 // included separately (it needs <dlpack/dlpack.h>).
 // Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp), warp and
@@ -15,6 +15,7 @@
 // DEVCTX_VERSION_MAJOR / _MINOR / _PATCH / _STRING (version.hpp).
 #pragma once
 
+#include <devctx/backend.hpp>
 #include <devctx/block.hpp>
 #include <devctx/buffer.hpp>
 #include <devctx/collectives.hpp>

@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include <devctx/backend.hpp>
 #include <devctx/buffer.hpp>
 #include <devctx/device_view.hpp>
 #include <devctx/error.hpp>
@@ -158,11 +159,10 @@ ExportedMemory exported_memory(const View& view) {
   const auto slice = whole(view);
   using T = std::remove_pointer_t<decltype(slice.data())>;
   const DeviceInfo& info = allocation_device_info(*slice.allocation());
-  DLDevice device{kDLCPU, 0};
-  if (info.api == Api::cuda) {
-    if constexpr (is_device_side<View>::value) device = DLDevice{kDLCUDA, info.id};
-    else device = DLDevice{kDLCUDAHost, 0};
-  }
+  const Backend& backend = devctx::backend(info.api);
+  DLDevice device{DLDeviceType(backend.dlpack_host_device_type), 0};
+  if constexpr (is_device_side<View>::value)
+    device = DLDevice{DLDeviceType(backend.dlpack_device_type), backend.has_device_memory ? info.id : 0};
   return {const_cast<std::remove_const_t<T>*>(slice.data()), slice.size(), dlpack::data_type<T>(), device,
           std::is_const_v<T>};
 }
@@ -229,19 +229,30 @@ std::pair<T*, std::size_t> import_range(const StreamRef& stream, const DLTensor&
   const DeviceInfo& info = device_info(stream);
   const std::string where = "from_dlpack on " + std::string(to_string(info.api)) + ":" + std::to_string(info.id) +
                             ": the tensor (" + dlpack::device_name(t.device) + ", " + dlpack::type_name(t.dtype) + ") ";
-  const DLDeviceType type = t.device.device_type;
-  if (info.api == Api::cuda) {
-    if (type == kDLCPU || type == kDLCUDAHost)
-      throw Error(Errc::invalid_argument, where + "is in host memory, which kernels cannot read; copy it to a DeviceBuffer "
-                                                  "with enqueue_copy from a std::span over it");
-    if (type == kDLCUDA && t.device.device_id != info.id)
-      throw Error(Errc::wrong_device, where + "is on another CUDA device; import it with a context on CUDA device " +
+  const Backend& backend = devctx::backend(info.api);
+  const std::int32_t type = t.device.device_type;
+  // Memory the host reads: its own, or any backend's host memory or memory shared with the host.
+  const auto host_readable = [](std::int32_t device_type) {
+    if (device_type == kDLCPU) return true;
+    for (const Backend* b : backends())
+      if (device_type == b->dlpack_host_device_type || device_type == b->dlpack_managed_device_type) return true;
+    return false;
+  };
+  if (backend.has_device_memory) {
+    const std::string device = std::string(backend.name) + " device";
+    const bool own = type == backend.dlpack_device_type;
+    if (own && t.device.device_id != info.id)
+      throw Error(Errc::wrong_device, where + "is on another " + device + "; import it with a context on " + device + " " +
                                           std::to_string(t.device.device_id));
-    if (type != kDLCUDA && type != kDLCUDAManaged)
-      throw Error(Errc::wrong_device, where + "is not memory of a CUDA device");
-  } else if (type != kDLCPU && type != kDLCUDAHost && type != kDLCUDAManaged) {
-    throw Error(Errc::wrong_device, where + "is not in host memory, the CPU backend's device memory; import it with a "
-                                            "context on its device");
+    if (!own && type != backend.dlpack_managed_device_type) {
+      if (host_readable(type))
+        throw Error(Errc::invalid_argument, where + "is in host memory, which kernels cannot read; copy it to a "
+                                                    "DeviceBuffer with enqueue_copy from a std::span over it");
+      throw Error(Errc::wrong_device, where + "is not memory of a " + device);
+    }
+  } else if (!host_readable(type)) {
+    throw Error(Errc::wrong_device, where + "is not in host memory, the " + std::string(backend.name) +
+                                            " backend's device memory; import it with a context on its device");
   }
   const DLDataType want = dlpack::data_type<T>();
   if (t.dtype.code != want.code || t.dtype.bits != want.bits || t.dtype.lanes != want.lanes)

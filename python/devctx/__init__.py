@@ -37,6 +37,7 @@ from ._devctx import (
     HostArray,
     Launch,
     Module,
+    __version__,
     _from_capsule,
     count,
     softmax,

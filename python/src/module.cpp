@@ -487,8 +487,9 @@ void capsule_destructor(PyObject* capsule) {
 
 /// The device type and id an array exports as.
 std::pair<int, int> dlpack_device(const Array& a, bool host) {
-  if (a.ctx->api() != devctx::Api::cuda) return {kDLCPU, 0};
-  return host ? std::pair{int(kDLCUDAHost), 0} : std::pair{int(kDLCUDA), a.ctx->id()};
+  const devctx::Backend& backend = a.ctx->backend();
+  if (host) return {int(backend.dlpack_host_device_type), 0};
+  return {int(backend.dlpack_device_type), backend.has_device_memory ? a.ctx->id() : 0};
 }
 
 nb::tuple dlpack_device_of(const Array& a, bool host) {
@@ -558,7 +559,7 @@ nb::object export_dlpack(const Array& a, bool host, nb::handle stream, nb::handl
     if (handle == std::uint64_t{0})
       bad_value("__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default stream), 2 (per-thread default "
                 "stream) or a stream's handle");
-  } else if (!stream.is_none() && handle && a.ctx->api() != devctx::Api::cuda) {
+  } else if (!stream.is_none() && handle && !a.ctx->backend().has_device_memory) {
     bad_value("__dlpack__: a CPU array takes no stream (stream must be None or -1)");
   }
   if (cuda_device_memory) {
@@ -794,6 +795,7 @@ void bind_array(nb::class_<A>& cls, bool host, const char* kind) {
 }  // namespace
 
 NB_MODULE(_devctx, m) {
+  m.attr("__version__") = DEVCTX_VERSION_STRING;  // include/devctx/version.hpp, as pyproject.toml's
   m.doc() = "devctx from Python: contexts, device and host arrays with DLPack, copies, and devctx kernels";
 
   error_type = PyErr_NewExceptionWithDoc("devctx.Error",
@@ -854,9 +856,13 @@ NB_MODULE(_devctx, m) {
 
   m.def("count", [](nb::handle api_name) {
     const std::string api = *as_str(api_name, "count: api", false);
-    if (api == "cpu") return devctx::DeviceContext::count(devctx::Api::cpu);
-    if (api == "cuda") return devctx::DeviceContext::count(devctx::Api::cuda);
-    bad_value("count('" + api + "'): the backends are 'cpu' and 'cuda'");
+    const auto all = devctx::backends();
+    std::string names;  // "'cpu' and 'cuda'"
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i]->name == api) return all[i]->device_count();
+      names += (i == 0 ? "'" : i + 1 == all.size() ? " and '" : ", '") + std::string(all[i]->name) + "'";
+    }
+    bad_value("count('" + api + "'): the backends are " + names);
   }, nb::arg("api").none(), "The number of devices of a backend ('cpu' or 'cuda'); 0 when none or not built.");
   m.def("vector_add", &vector_add, nb::arg("ctx").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("out").none(),
         "out = a + b, elementwise, as a devctx kernel on ctx's stream (float32 or float64).");

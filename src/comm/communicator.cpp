@@ -13,6 +13,7 @@
 #include "comm/comm_impl.hpp"
 #include "comm/engines.hpp"
 #include "core/allocation.hpp"
+#include "core/backend_descriptor.hpp"
 #include "core/errors.hpp"
 
 namespace devctx::detail {
@@ -82,10 +83,9 @@ std::vector<std::shared_ptr<CommImpl>> comm_create_group(QueueImpl* const* queue
       fail(Errc::not_available, "Communicator::create: context ", i, " is on ", queues[i]->device().label(),
            " but context 0 on ", queues[0]->device().label(), "; the ranks of one communicator are all CPU "
            "devices or all GPUs");
-  if (api == Api::cpu) return create_cpu_group(queues, count);
-  if (api == Api::cuda) return create_nccl_group(queues, count);
-  fail(Errc::not_available, "Communicator::create on ", queues[0]->device().label(),
-       ": collectives are built for CPU devices and GPUs only");
+  if (const auto create = descriptor_of(api).create_comm_group) return create(queues, count);
+  fail(Errc::not_available, "Communicator::create on ", queues[0]->device().label(), ": the ", to_string(api),
+       " backend has no collectives");
 }
 
 // comm_create_mpi is the devctx_mpi library's (src/comm/mpi_comm.cpp or mpi_absent.cpp).

@@ -204,7 +204,7 @@ class MpiRank final : public CommImpl {
 }  // namespace
 
 std::shared_ptr<CommImpl> comm_create_mpi(QueueImpl& queue) {
-  const bool gpu = queue.device().info().api == Api::cuda;
+  const bool gpu = backend(queue.device().info().api).has_device_memory;  // GPUs talk through NCCL
   // Every rank runs the same build: all of them refuse here, none waits in MPI_Bcast for rank 0.
   if (gpu && !nccl_built())
     fail(Errc::not_available, "Communicator::create_mpi on ", queue.device().label(), ": ", nccl_absent_reason());

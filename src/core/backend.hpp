@@ -171,15 +171,8 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   mutable std::string label_;
 };
 
-// ---- backend entry points (each backend folder defines its own) ------------------------------
-/// DEVCTX_CPU_DEVICES or set_cpu_device_count's count; throws Error(invalid_argument) for a
-/// malformed DEVCTX_CPU_DEVICES.
-[[nodiscard]] int cpu_device_count();
+// Each backend's description and entry points: core/backend_descriptor.hpp.
+/// DeviceContext::set_cpu_device_count (the CPU backend's, src/backends/cpu/cpu_device.cpp).
 void set_cpu_device_count(int count);
-[[nodiscard]] std::shared_ptr<DeviceImpl> open_cpu_device(int id);
-[[nodiscard]] int cuda_device_count() noexcept;
-[[nodiscard]] std::shared_ptr<DeviceImpl> open_cuda_device(int id);
-/// Why cuda_device_count() is 0 ("devctx was built without CUDA (...)"), for messages.
-[[nodiscard]] std::string cuda_absent_reason();
 
 }  // namespace devctx::detail

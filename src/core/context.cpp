@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/core/context.cpp - DeviceContext and Event: choosing a device (the backend table and the
-// default device), sharing one DeviceImpl among the contexts of a device, and the streams a
+// src/core/context.cpp - DeviceContext and Event: choosing a device (through the backends'
+// descriptors, core/backend_descriptor.hpp, and the default device), sharing one DeviceImpl among the contexts of a device, and the streams a
 // context owns. The checked enqueue entry points are in enqueue.cpp.
 #include <algorithm>
 #include <exception>
@@ -14,6 +14,7 @@
 #include <devctx/error.hpp>
 
 #include "core/backend.hpp"
+#include "core/backend_descriptor.hpp"
 #include "core/environment.hpp"
 #include "core/errors.hpp"
 #include "core/trace/hooks.hpp"
@@ -42,42 +43,24 @@ void QueueImpl::copy_peer(void*, DeviceImpl& dst_device, const void*, DeviceImpl
 
 namespace {
 
-/// How core counts and opens the devices of each backend: the one place that maps an Api to
-/// a backend folder's entry points.
-struct Backend {
-  Api api;
-  int (*device_count)();
-  std::shared_ptr<DeviceImpl> (*open_device)(int id);
-};
-
-constexpr Backend kBackends[] = {
-    {Api::cpu, &cpu_device_count, &open_cpu_device},
-    {Api::cuda, &cuda_device_count, &open_cuda_device},
-};
-
-const Backend& backend(Api api) {
-  for (const Backend& b : kBackends)
-    if (b.api == api) return b;
-  fail(Errc::invalid_argument, "devctx::Api value ", int(api), " names no backend: use Api::cpu or Api::cuda");
-}
-
 // Contexts of one device share its DeviceImpl (one worker pool, one memory pool). Held weakly:
 // the device goes away with its last context, so nothing outlives the program's own objects.
 std::shared_ptr<DeviceImpl> open_device(Api api, int id) {
   static std::mutex mutex;
   static std::map<std::pair<Api, int>, std::weak_ptr<DeviceImpl>> open;
   const std::lock_guard lock(mutex);
+  const BackendDescriptor& backend = descriptor_of(api);  // first: throws for an Api naming no backend
   auto& slot = open[{api, id}];
   if (auto device = slot.lock()) return device;
-  const int available = DeviceContext::count(api);
+  const int available = backend.backend.device_count();
   if (id < 0 || id >= available) {
-    if (api == Api::cuda && available == 0)
-      fail(Errc::not_available, "no CUDA device: ", cuda_absent_reason(),
+    if (available == 0)
+      fail(Errc::not_available, "no ", backend.backend.name, " device: ", backend.backend.absent_reason(),
            "; use DeviceContext{devctx::Api::cpu} to run on the CPU");
-    fail(Errc::not_available, "device ", to_string(api), ':', id, " does not exist: ", available, ' ',
-         to_string(api), " device(s) are present (ids 0..", std::max(available - 1, 0), ')');
+    fail(Errc::not_available, "device ", backend.backend.name, ':', id, " does not exist: ", available, ' ',
+         backend.backend.name, " device(s) are present (ids 0..", std::max(available - 1, 0), ')');
   }
-  auto device = backend(api).open_device(id);
+  auto device = backend.open_device(id);
   slot = device;
   return device;
 }
@@ -94,10 +77,13 @@ bool checking_for(const DeviceImpl& device, const ContextOptions& options) {
   return *options.check;
 }
 
+/// DEVCTX_DEVICE, else device 0 of the backend with a device and the highest preference.
 DeviceId default_device() {
   if (const auto chosen = device_from_environment()) return *chosen;
-  if (DeviceContext::count(Api::cuda) > 0) return {Api::cuda, 0};
-  return {Api::cpu, 0};
+  const Backend* best = nullptr;
+  for (const Backend* b : backends())
+    if ((best == nullptr || b->default_preference > best->default_preference) && b->device_count() > 0) best = b;
+  return {best != nullptr ? best->api : Api::cpu, 0};
 }
 
 }  // namespace
@@ -220,7 +206,7 @@ DeviceContext& DeviceContext::operator=(DeviceContext&& other) noexcept {
 
 DeviceContext::~DeviceContext() = default;
 
-int DeviceContext::count(Api api) { return detail::backend(api).device_count(); }
+int DeviceContext::count(Api api) { return devctx::backend(api).device_count(); }
 
 void DeviceContext::set_cpu_device_count(int count) { detail::set_cpu_device_count(count); }
 
@@ -234,6 +220,7 @@ detail::ContextImpl& DeviceContext::impl() const {
 }
 
 Api DeviceContext::api() const { return info().api; }
+const Backend& DeviceContext::backend() const { return devctx::backend(info().api); }
 int DeviceContext::id() const { return info().id; }
 std::string DeviceContext::name() const { return info().name; }
 const DeviceInfo& DeviceContext::info() const { return impl().device().info(); }

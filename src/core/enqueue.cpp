@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include <devctx/backend.hpp>
 #include <devctx/detail/host/checked_size.hpp>
 #include <devctx/device_info.hpp>
 
@@ -54,10 +55,13 @@ CrossCopy cross_copy_kind(const QueueImpl& queue, const MemRef& dst, const MemRe
          "); enqueue the copy on a stream of one of the two devices");
   DeviceImpl& other = d != nullptr ? *d : *s;
   if (here.can_copy_peer(other)) return CrossCopy::peer;
-  if (other.info().api == Api::cpu && here.info().api != Api::cpu) return CrossCopy::as_host;
+  // A device whose memory is host memory (a CPU device) is host memory to one with its own (a GPU).
+  const bool here_has_device_memory = backend(here.info().api).has_device_memory;
+  const bool other_has_device_memory = backend(other.info().api).has_device_memory;
+  if (!other_has_device_memory && here_has_device_memory) return CrossCopy::as_host;
   fail(Errc::wrong_device, "enqueue_copy on ", here.label(), ": the ", d != nullptr ? "destination " : "source ",
        d != nullptr ? dst.what : src.what, " belongs to ", other.label(), ", whose memory this device cannot reach; ",
-       other.info().api != Api::cpu && here.info().api == Api::cpu
+       other_has_device_memory && !here_has_device_memory
            ? "enqueue the copy on a stream of the GPU, which copies to and from CPU device memory"
            : "copy it through host memory");
 }

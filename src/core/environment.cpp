@@ -12,6 +12,7 @@
 #include <string_view>
 #include <system_error>
 
+#include <devctx/backend.hpp>
 #include <devctx/device_info.hpp>
 
 #include "core/errors.hpp"
@@ -59,9 +60,12 @@ DeviceId parse_device_name(std::string_view text, const std::string& subject) {
       fail(Errc::invalid_argument, subject, ": the device number after ':' must be a non-negative integer");
     id = *number;
   }
-  if (name == "cpu") return {Api::cpu, id};
-  if (name == "cuda" || name == "gpu") return {Api::cuda, id};
-  fail(Errc::invalid_argument, subject, " names no backend: use cpu, cuda or cuda:N");
+  std::string names;  // "cpu, cuda or cuda:N"
+  for (const Backend* b : backends()) {
+    if (b->name == name || std::ranges::find(b->aliases, name) != b->aliases.end()) return {b->api, id};
+    names += concat(names.empty() ? "" : ", ", b->name);
+  }
+  fail(Errc::invalid_argument, subject, " names no backend: use ", names, " or ", backends().back()->name, ":N");
 }
 
 }  // namespace

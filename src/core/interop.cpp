@@ -23,7 +23,7 @@ void* queue_native_stream(QueueImpl& queue, const char* operation) {
   if (native == nullptr)
     fail(Errc::not_available, operation, ": the stream runs on ", queue.device().label(),
          ", which has no native CUDA stream; CUDA interop needs a context on a CUDA device "
-         "(DeviceContext{devctx::Api::cuda, N})");
+         "(DeviceContext{devctx::backend(\"cuda\").api, N}, or DEVCTX_DEVICE=cuda:N)");
   return native;
 }
 

@@ -6,15 +6,14 @@
 #include <cmath>
 #include <iterator>
 
+#include <devctx/backend.hpp>
 #include <devctx/device_info.hpp>
 
 namespace devctx {
 
 const char* to_string(Api api) noexcept {
-  switch (api) {
-    case Api::cpu: return "cpu";
-    case Api::cuda: return "cuda";
-  }
+  for (const Backend* b : backends())
+    if (b->api == api) return b->name.data();  // a string literal's view: null-terminated
   return "unknown";
 }
 

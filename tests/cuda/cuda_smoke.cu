@@ -329,8 +329,8 @@ void checks(devctx::DeviceContext& ctx) {
     });
     expect_error("out of device memory", devctx::Errc::out_of_memory,
                  [&] { auto huge = ctx.enqueue_create_buffer<char>(std::size_t(1) << 44); });
-    expect_error("cuda:99", devctx::Errc::not_available, [] { devctx::DeviceContext other{devctx::Api::cuda, 99}; });
-    devctx::DeviceContext second{devctx::Api::cuda, 0};
+    expect_error("cuda:99", devctx::Errc::not_available, [] { devctx::DeviceContext other{devctx_test::gpu::cuda_api(), 99}; });
+    devctx::DeviceContext second{devctx_test::gpu::cuda_api(), 0};
     auto d2 = second.enqueue_create_buffer<float>(16);
     second.enqueue_memset(d2, 2.0f);
     second.enqueue_copy(d, d2);
@@ -354,7 +354,7 @@ void fault_run(devctx::DeviceContext& ctx, const std::string& fault) {
   expect_error("device fault at synchronize", devctx::Errc::kernel_failed, [&] { ctx.synchronize(); }, kernel);
   expect_error("the next call", devctx::Errc::context_lost, [&] { auto b = ctx.enqueue_create_buffer<float>(16); });
   expect_error("a new context", devctx::Errc::context_lost, [&] {
-    devctx::DeviceContext again{devctx::Api::cuda, 0};
+    devctx::DeviceContext again{devctx_test::gpu::cuda_api(), 0};
     again.synchronize();
   });
 }
@@ -367,12 +367,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s [oob|trap]\n", argv[0]);
     return 2;
   }
-  const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
+  const int gpus = devctx::DeviceContext::count(devctx_test::gpu::cuda_api());
   std::printf("cuda devices: %d\n", gpus);
   if (gpus == 0) {
     return devctx_test::gpu::no_gpu_exit();
   }
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  devctx::DeviceContext ctx{devctx_test::gpu::cuda_api(), 0};
   const auto& info = ctx.info();
   std::printf("%s: %u SMs, %u threads/block, shared/block %zu, warp %u, memory %zu, cc %d.%d\n", ctx.name().c_str(),
               info.multiprocessors, info.max_threads_per_block, info.max_shared_bytes_per_block, info.warp_size,
@@ -380,7 +380,7 @@ int main(int argc, char** argv) {
   if (!fault.empty()) {
     section("device fault", [&] { fault_run(ctx, fault); });
   } else {
-    check(ctx.api() == devctx::Api::cuda && info.warp_size == 32 && info.max_shared_bytes_per_block > 48 * 1024,
+    check(ctx.api() == devctx_test::gpu::cuda_api() && info.warp_size == 32 && info.max_shared_bytes_per_block > 48 * 1024,
           "device info");
     checks(ctx);
   }

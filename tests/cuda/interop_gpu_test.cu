@@ -257,7 +257,7 @@ void foreign_memory(devctx::DeviceContext& ctx) {
     std::printf("SKIP  wrong-device checks need two GPUs (%d here)\n", gpus);
     return;
   }
-  devctx::DeviceContext second{devctx::Api::cuda, 1};
+  devctx::DeviceContext second{devctx_test::gpu::cuda_api(), 1};
   auto other = second.enqueue_create_buffer<float>(100);
   second.synchronize();
   refused([&] { (void)devctx::wrap_device_memory(ctx, other.data(), 100); }, devctx::Errc::wrong_device, "CUDA device 1",
@@ -269,12 +269,12 @@ void foreign_memory(devctx::DeviceContext& ctx) {
 }  // namespace
 
 int main() {
-  const int gpus = devctx::DeviceContext::count(devctx::Api::cuda);
+  const int gpus = devctx::DeviceContext::count(devctx_test::gpu::cuda_api());
   std::printf("cuda devices: %d; seed %llu (DEVCTX_TEST_SEED replays)\n", gpus, static_cast<unsigned long long>(seed()));
   if (gpus == 0) {
     return devctx_test::gpu::no_gpu_exit();
   }
-  devctx::DeviceContext ctx{devctx::Api::cuda, 0};
+  devctx::DeviceContext ctx{devctx_test::gpu::cuda_api(), 0};
   section("cuBLAS and CUB on a devctx stream", [&] { blas_and_sort(ctx); });
   section("a devctx stream over a CUDA stream", [&] { foreign_stream(ctx); });
   section("cudaMalloc memory as a DeviceView", [&] { foreign_memory(ctx); });

@@ -42,7 +42,7 @@ devctx::LaunchConfig cover(std::size_t n) { return {.grid_dim = unsigned((n + 25
 
 std::vector<devctx::DeviceContext> gpus(int n) {
   std::vector<devctx::DeviceContext> ctx;
-  for (int i = 0; i < n; ++i) ctx.emplace_back(devctx::Api::cuda, i);
+  for (int i = 0; i < n; ++i) ctx.emplace_back(devctx_test::gpu::cuda_api(), i);
   return ctx;
 }
 
@@ -99,7 +99,7 @@ std::vector<devctx::DeviceContext> gpus(int n) {
 
 [[maybe_unused]] void refusals(int n) {
   std::vector<devctx::DeviceContext> mixed;
-  mixed.emplace_back(devctx::Api::cuda, 0);
+  mixed.emplace_back(devctx_test::gpu::cuda_api(), 0);
   mixed.emplace_back(devctx::Api::cpu, 0);
   refused([&] { (void)devctx::Communicator::create(mixed); }, devctx::Errc::not_available, "all CPU devices or all GPUs",
           "a group of a GPU and a CPU device is refused");
@@ -133,7 +133,7 @@ std::vector<devctx::DeviceContext> gpus(int n) {
 }  // namespace
 
 int main() {
-  const int n = devctx::DeviceContext::count(devctx::Api::cuda);
+  const int n = devctx::DeviceContext::count(devctx_test::gpu::cuda_api());
   std::printf("cuda devices: %d; seed %llu (DEVCTX_TEST_SEED replays)\n", n, static_cast<unsigned long long>(seed()));
   if (n == 0) return devctx_test::gpu::no_gpu_exit();
 #ifndef DEVCTX_TEST_NCCL_BUILT

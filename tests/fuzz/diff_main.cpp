@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   opt.throws_in_fibers = !no_fiber_throw;
   opt.large_buffers = !no_large;
 
-  const devctx::Api api = backend == "cuda" ? devctx::Api::cuda : devctx::Api::cpu;
+  const devctx::Api api = devctx::backend(backend).api;  // throws, naming the backends, for an unknown name
   if (devctx::DeviceContext::count(api) == 0) {
     const bool required = devctx_test::require_gpu();
     std::printf("devctx_fuzz_diff: no %s device%s\n", backend.c_str(), required ? " (DEVCTX_REQUIRE_GPU is on: failing)" : ": skipped");

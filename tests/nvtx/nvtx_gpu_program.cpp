@@ -41,7 +41,7 @@ std::string bytes_name(std::size_t bytes) {
 
 int main() {
   using devctx_test::NvtxCall;
-  if (devctx::DeviceContext::count(devctx::Api::cuda) == 0) return devctx_test::gpu::no_gpu_exit();
+  if (devctx::DeviceContext::count(devctx_test::gpu::cuda_api()) == 0) return devctx_test::gpu::no_gpu_exit();
   const std::string path = devctx_test::nvtx_record_path();
   if (path.empty() || std::getenv("NVTX_INJECTION64_PATH") == nullptr) {
     std::printf("FAIL  run through ctest: NVTX_INJECTION64_PATH and DEVCTX_NVTX_RECORD are unset\n");
@@ -58,7 +58,7 @@ int main() {
   for (auto& x : pageable) x = std::uint32_t(rng());
   std::string kernel_name;
   {
-    devctx::DeviceContext ctx(devctx::Api::cuda, 0);
+    devctx::DeviceContext ctx(devctx_test::gpu::cuda_api(), 0);
     devctx::trace::start();  // the trace names the kernel as devctx does
     auto h = ctx.enqueue_create_host_buffer<std::uint32_t>(n);
     auto d = ctx.enqueue_create_buffer<std::uint32_t>(n);

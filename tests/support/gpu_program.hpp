@@ -52,6 +52,9 @@ inline std::uint64_t seed() {
   return s;
 }
 
+/// The CUDA backend these programs test, picked by its name (devctx/backend.hpp).
+inline devctx::Api cuda_api() { return devctx::backend("cuda").api; }
+
 /// The exit status of a program that found no GPU: 1 when DEVCTX_REQUIRE_GPU is on, else 77.
 inline int no_gpu_exit() {
   if (devctx_test::require_gpu()) {

@@ -4,29 +4,35 @@
 #include "test_support.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
 namespace devctx_test {
 namespace {
 
+/// DEVCTX_TEST_BACKENDS ("cpu,cuda": backends' names), else every backend this devctx was built with.
 std::vector<devctx::Api> parse_backends() {
   const char* text = std::getenv("DEVCTX_TEST_BACKENDS");
   std::vector<devctx::Api> out;
   if (text == nullptr || *text == '\0') {
-    out.push_back(devctx::Api::cpu);
-    if (cuda_built()) out.push_back(devctx::Api::cuda);
+    for (const devctx::Backend* backend : devctx::backends())
+      if (backend->built) out.push_back(backend->api);
     return out;
   }
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (item == "cpu") out.push_back(devctx::Api::cpu);
-    else if (item == "cuda") out.push_back(devctx::Api::cuda);
-    else if (!item.empty()) {
-      std::fprintf(stderr, "DEVCTX_TEST_BACKENDS='%s': unknown backend '%s' (use cpu, cuda)\n", text, item.c_str());
+    if (item.empty()) continue;
+    const auto all = devctx::backends();
+    const auto named = std::ranges::find(all, std::string_view(item), &devctx::Backend::name);
+    if (named == all.end()) {
+      std::string names;
+      for (const devctx::Backend* backend : all) names += (names.empty() ? "" : ", ") + std::string(backend->name);
+      std::fprintf(stderr, "DEVCTX_TEST_BACKENDS='%s': unknown backend '%s' (use %s)\n", text, item.c_str(), names.c_str());
       std::exit(2);
     }
+    out.push_back((*named)->api);
   }
   return out;
 }
@@ -88,9 +94,9 @@ ScopedEnv::~ScopedEnv() {
 void BackendTest::SetUp() {
   rng = test_rng();
   if (devctx::DeviceContext::count(api()) == 0) {
-    if (api() == devctx::Api::cuda && require_gpu())
-      FAIL() << "DEVCTX_REQUIRE_GPU is on but DeviceContext::count(Api::cuda) is 0"
-             << (cuda_built() ? " (no GPU visible)" : " (devctx was built without CUDA)");
+    const devctx::Backend& backend = devctx::backend(api());
+    if (backend.has_device_memory && require_gpu())
+      FAIL() << "DEVCTX_REQUIRE_GPU is on but there is no " << backend.name << " device: " << backend.absent_reason();
     GTEST_SKIP() << "no " << devctx::to_string(api()) << " device present";
   }
   ctx_.emplace(api(), 0);

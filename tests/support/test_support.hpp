@@ -54,6 +54,13 @@ inline constexpr bool kUnderTsan = false;
 inline constexpr bool kUnderTsan = false;
 #endif
 
+/// The GPU backend: the first one whose device memory is apart from the host's (CUDA), as tests
+/// that need "a GPU" or "the other backend than the CPU" name it (never by an Api value).
+inline devctx::Api gpu_api() {
+  for (const devctx::Backend* backend : devctx::backends())
+    if (backend->has_device_memory) return backend->api;
+  return devctx::backend("cuda").api;  // unreachable while devctx knows a GPU backend
+}
 /// The backends this run covers, from DEVCTX_TEST_BACKENDS.
 const std::vector<devctx::Api>& requested_backends();
 /// True when devctx was built with the CUDA backend.

@@ -291,12 +291,6 @@ void CpuDevice::dispatch(Op* op) noexcept {
 
 }  // namespace cpu
 
-int cpu_device_count() { return cpu::device_count(); }
-
 void set_cpu_device_count(int count) { cpu::set_device_count(count); }
-
-std::shared_ptr<DeviceImpl> open_cpu_device(int id) {
-  return std::make_shared<cpu::CpuDevice>(id, cpu::device_count());
-}
 
 }  // namespace devctx::detail

@@ -170,11 +170,9 @@ class [[gnu::visibility("hidden")]] CpuDevice final : public DeviceImpl {
   std::shared_ptr<QueueImpl> create_queue() override;
   void synchronize_device() override;
   // CPU devices share one lock (SharedState) and their memory is host memory: each can wait for
-  // and copy to and from every other. A CPU stream also waits for a GPU's events (a worker waits
-  // on the host: CpuQueue::wait_for).
-  [[nodiscard]] bool can_wait_for(const DeviceImpl& other) const noexcept override {
-    return other.info().api == Api::cpu || other.info().api == Api::cuda;
-  }
+  // and copy to and from every other. A CPU stream also waits for every other device's events
+  // (a worker waits on the host: CpuQueue::wait_for).
+  [[nodiscard]] bool can_wait_for(const DeviceImpl& /*other*/) const noexcept override { return true; }
   [[nodiscard]] bool can_access_peer(const DeviceImpl& other) const override { return other.info().api == Api::cpu; }
   [[nodiscard]] bool can_copy_peer(const DeviceImpl& other) const override { return other.info().api == Api::cpu; }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/cuda/cuda_backend.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
 

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/cuda_queue.hpp"
 #include "backends/cuda/staging_engine.hpp"
