@@ -497,7 +497,7 @@ TEST(RuntimeKernelsChild, CompileAndRun) {
   const char* token = std::getenv("DEVCTX_RT_CHILD_TOKEN");
   const char* backend = std::getenv("DEVCTX_RT_CHILD_API");
   if (token == nullptr || backend == nullptr) GTEST_SKIP() << "run by ConcurrentProcessesCompileOneKernel only";
-  devctx::DeviceContext ctx(std::string(backend) == "cuda" ? devctx::Api::cuda : devctx::Api::cpu, 0);
+  devctx::DeviceContext ctx(devctx::backend(backend).api, 0);
   const devctx::Module m(kSource, "concurrent.cpp", {std::string("-DCACHE_TEST_TOKEN=") + token});
   const auto f = ctx.compile_function(m, "vector_add");
   std::printf("load=%s\n", devctx::to_string(f.load_kind()));
