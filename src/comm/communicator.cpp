@@ -13,6 +13,7 @@
 #include "comm/comm_impl.hpp"
 #include "comm/engines.hpp"
 #include "core/allocation.hpp"
+#include "core/environment.hpp"
 #include "core/errors.hpp"
 
 namespace devctx::detail {
@@ -88,6 +89,11 @@ std::vector<std::shared_ptr<CommImpl>> comm_create_group(QueueImpl* const* queue
        ": collectives are built for CPU devices and GPUs only");
 }
 
+double comm_timeout_seconds() {
+  return double(env_size("DEVCTX_COMM_TIMEOUT_S", 300, 1, 86400, SizeUnit::count,
+                         "seconds a collective waits for the other ranks"));
+}
+
 // comm_create_mpi is the devctx_mpi library's (src/comm/mpi_comm.cpp or mpi_absent.cpp).
 bool comm_mpi_built() noexcept { return DEVCTX_MPI_BUILT != 0; }
 
@@ -124,6 +130,9 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
   if (&queue.device() != &comm.device())
     fail(Errc::wrong_device, "Communicator::", name, ": the stream belongs to ", queue.device().label(), " but rank ",
          comm.rank(), " of the communicator is on ", comm.device().label(), "; use a stream of the rank's device");
+  if (queue.recorder() != nullptr)
+    fail(Errc::invalid_argument, "Communicator::", name, " on a stream recording a devctx::Graph (", queue.device().label(),
+         "): collectives are not recorded; make the call outside the graph");
   if (unsigned(call.op) > unsigned(ReduceOp::avg))
     fail(Errc::invalid_argument, "Communicator::", name, ": ReduceOp value ", int(call.op), " names no operation");
   const bool sends = call.kind != CollectiveKind::recv, receives = call.kind != CollectiveKind::send;

@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu/settings.hpp"
 #include "comm/comm_impl.hpp"
 #include "comm/engines.hpp"
 #include "comm/host_reduce.hpp"
@@ -119,12 +118,12 @@ class MpiRank final : public CommImpl {
   MpiRank(DeviceImpl& device, int rank, int size) : CommImpl(device, rank, size) {}
 
   void enqueue(QueueImpl& queue, const CollectiveCall& call, std::size_t element_bytes) override {
-    const double timeout = cpu::comm_timeout_seconds();
+    const double timeout = comm_timeout_seconds();
     const std::uint64_t number = calls_++;
     const std::string what = concat("Communicator::", to_string(call.kind), " #", number, " (MPI rank ", rank(), " of ",
                                     size(), ')');
     const int n = size(), me = rank();
-    enqueue_cpu_host_task(queue, [call, element_bytes, timeout, what, n, me] {
+    queue.enqueue_host_task([call, element_bytes, timeout, what, n, me] {
       run(call, element_bytes, timeout, what, n, me);
     });
   }
