@@ -22,9 +22,7 @@ using devctx::trace::Kind;
 using nlohmann::json;
 
 Kind kind_of(const std::string& text) {
-  for (const Kind k : {Kind::allocate, Kind::free, Kind::copy, Kind::fill, Kind::kernel, Kind::wait,
-                       Kind::record_event, Kind::synchronize})
-    if (text == devctx::trace::to_string(k)) return k;
+  if (const auto k = devctx::trace::kind_from_string(text)) return *k;
   throw std::invalid_argument("an event's args.kind is '" + text + "', which devctx does not write");
 }
 

@@ -130,6 +130,11 @@ class Communicator {
 
   /// Every rank's `recv` becomes the element-wise `op` of all ranks' `send` (equal sizes; `recv`
   /// may be `send`: in place).
+  ///
+  /// Aliasing, for every collective and every engine: `send` and `recv` are disjoint or exactly
+  /// in place (the same memory; all_gather: `send` is `recv`'s part at rank() * send.size();
+  /// reduce_scatter: `recv` is `send`'s part at rank() * recv.size()). Any other overlap throws
+  /// Error(invalid_argument) and enqueues nothing, as does a call on a stream recording a Graph.
   template <class S, class R>
   void all_reduce(const S& send, R&& recv, ReduceOp op) {
     all_reduce(StreamRef(queue_), send, recv, op);

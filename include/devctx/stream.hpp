@@ -11,6 +11,7 @@
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <type_traits>
@@ -137,6 +138,22 @@ class StreamRef {
   void enqueue_wait_for(StreamRef other) {
     const Event end = other.record_event();
     detail::queue_wait_for(queue(), end.impl());
+  }
+
+  /// Runs `task()` on a host thread once all work enqueued before it on this stream has
+  /// finished; work enqueued after it waits for it (cccl's host_launch, cudaLaunchHostFunc).
+  /// Returns at once; the task is copied (it must be copy-constructible: a graph replays it) and
+  /// destroyed once it has run. What it throws is reported by this stream's next synchronize(),
+  /// as a kernel's failure is: a devctx::Error with its code and message, any other exception as
+  /// Error(backend_error) with its what(). A task must not wait for work of its own stream (it
+  /// would wait for itself) nor call devctx enqueue verbs: it runs where a kernel would (on a
+  /// GPU, on the CUDA runtime's callback thread, where CUDA calls are not allowed). Inside
+  /// Graph::record on the recording stream, the task becomes part of the graph and runs at each
+  /// replay. Throws Error(invalid_argument) for an empty std::function.
+  template <class F>
+    requires std::is_invocable_v<std::decay_t<F>&> && std::is_copy_constructible_v<std::decay_t<F>>
+  void enqueue_host_task(F&& task) {
+    detail::queue_host_task(queue(), std::function<void()>(std::forward<F>(task)));
   }
 
   [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }

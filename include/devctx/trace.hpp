@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <devctx/launch.hpp>
@@ -37,7 +38,11 @@ enum class Kind : unsigned char {
   record_event,  ///< record_event
   synchronize,   ///< the host waits: for a stream, a context, a device (synchronize_device), an
                  ///< event (Event::synchronize, elapsed_ms); on the track of the stream it waits for
+  host_task,     ///< enqueue_host_task: a host function in the stream's order (also a stream's wait
+                 ///< for another backend's event)
 };
+/// How many kinds there are (the values of Kind are 0 to kind_count - 1).
+inline constexpr unsigned kind_count = unsigned(Kind::host_task) + 1;
 
 /// Which way a copy moved its bytes (the kinds of memory of its two sides as devctx sees them:
 /// DeviceBuffer memory is "device" on every backend, HostBuffer and std::span memory "host").
@@ -46,6 +51,8 @@ enum class Direction : unsigned char { none, host_to_device, device_to_host, dev
 /// "copy", "kernel", ...; "host_to_device", ...: the spellings the trace file uses.
 [[nodiscard]] const char* to_string(Kind kind) noexcept;
 [[nodiscard]] const char* to_string(Direction direction) noexcept;
+/// The kind whose to_string is `text` (reading a trace file back); nullopt when none is.
+[[nodiscard]] std::optional<Kind> kind_from_string(std::string_view text) noexcept;
 
 /// One recorded operation. Times are microseconds on one clock (the host's steady clock, from
 /// when recording started); device times are placed on it through a reference event of each

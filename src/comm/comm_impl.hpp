@@ -36,6 +36,9 @@ class CommImpl {
 [[nodiscard]] const char* to_string(CollectiveKind kind) noexcept;
 [[nodiscard]] const char* to_string(DataType type) noexcept;
 [[nodiscard]] const char* to_string(ReduceOp op) noexcept;
+/// DEVCTX_COMM_TIMEOUT_S: how long a collective waits for the other ranks before it fails
+/// (default 300 s; CPU devices and MPI ranks). Throws Error(invalid_argument) for a bad value.
+[[nodiscard]] double comm_timeout_seconds();
 /// Bytes of one element of `type`.
 [[nodiscard]] std::size_t element_bytes_of(DataType type) noexcept;
 

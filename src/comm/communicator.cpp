@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/comm/communicator.cpp - the checked entry points behind Communicator: which engine a group
-// gets, and the validation of every collective call (devices, sizes, ranks) before an engine
-// sees it. Each refusal throws before anything is enqueued.
+// gets, and the validation of every collective call (devices, sizes, ranks, the aliasing of send
+// and recv) before an engine sees it. Each refusal throws before anything is enqueued.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "comm/engines.hpp"
 #include "core/allocation.hpp"
 #include "core/backend_descriptor.hpp"
+#include "core/environment.hpp"
 #include "core/errors.hpp"
 
 namespace devctx::detail {
@@ -88,6 +90,11 @@ std::vector<std::shared_ptr<CommImpl>> comm_create_group(QueueImpl* const* queue
        " backend has no collectives");
 }
 
+double comm_timeout_seconds() {
+  return double(env_size("DEVCTX_COMM_TIMEOUT_S", 300, 1, 86400, SizeUnit::count,
+                         "seconds a collective waits for the other ranks"));
+}
+
 // comm_create_mpi is the devctx_mpi library's (src/comm/mpi_comm.cpp or mpi_absent.cpp).
 bool comm_mpi_built() noexcept { return DEVCTX_MPI_BUILT != 0; }
 
@@ -117,6 +124,32 @@ void check_side(const CommImpl& comm, const QueueImpl& queue, const CollectiveCa
        comm.device().label(), "): send has ", call.send.count, " elements and recv ", call.recv.count, "; ", rule);
 }
 
+/// The one aliasing rule of collectives, on every engine: `send` and `recv` are disjoint, or
+/// exactly in place - the same memory (all_reduce, reduce), `send` at rank() * send.size() in
+/// `recv` (all_gather), `recv` at rank() * recv.size() in `send` (reduce_scatter). These are the
+/// forms NCCL and MPI define; any other overlap has no meaning an engine could agree on, so it is
+/// refused here, before any engine sees the call (broadcast, send and recv use one buffer).
+void check_aliasing(const CommImpl& comm, const CollectiveCall& c, std::size_t element_bytes) {
+  if (c.kind != CollectiveKind::all_reduce && c.kind != CollectiveKind::reduce && c.kind != CollectiveKind::all_gather &&
+      c.kind != CollectiveKind::reduce_scatter)
+    return;
+  // Both sides are buffers of this device (checked): their byte counts fit.
+  const auto s = reinterpret_cast<std::uintptr_t>(c.send.data), r = reinterpret_cast<std::uintptr_t>(c.recv.data);
+  const std::size_t sb = c.send.count * element_bytes, rb = c.recv.count * element_bytes;
+  if (sb == 0 || rb == 0 || s >= r + rb || r >= s + sb) return;
+  const auto rank = std::uintptr_t(comm.rank());
+  const bool in_place = c.kind == CollectiveKind::all_gather       ? s == r + rank * sb
+                        : c.kind == CollectiveKind::reduce_scatter ? r == s + rank * rb
+                                                                   : s == r;
+  if (in_place) return;
+  const char* form = c.kind == CollectiveKind::all_gather       ? "send is recv's part at rank() * send.size()"
+                     : c.kind == CollectiveKind::reduce_scatter ? "recv is send's part at rank() * recv.size()"
+                                                                : "send and recv are the same memory";
+  fail(Errc::invalid_argument, "Communicator::", to_string(c.kind), " (rank ", comm.rank(), " of ", comm.size(), ", on ",
+       comm.device().label(), "): send and recv overlap without being in place; they must be disjoint or exactly in "
+       "place (", form, "), on every engine");
+}
+
 }  // namespace
 
 void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, std::size_t element_bytes) {
@@ -124,6 +157,9 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
   if (&queue.device() != &comm.device())
     fail(Errc::wrong_device, "Communicator::", name, ": the stream belongs to ", queue.device().label(), " but rank ",
          comm.rank(), " of the communicator is on ", comm.device().label(), "; use a stream of the rank's device");
+  if (queue.recorder() != nullptr)
+    fail(Errc::invalid_argument, "Communicator::", name, " on a stream recording a devctx::Graph (", queue.device().label(),
+         "): collectives are not recorded; make the call outside the graph");
   if (unsigned(call.op) > unsigned(ReduceOp::avg))
     fail(Errc::invalid_argument, "Communicator::", name, ": ReduceOp value ", int(call.op), " names no operation");
   const bool sends = call.kind != CollectiveKind::recv, receives = call.kind != CollectiveKind::send;
@@ -153,6 +189,7 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
       break;
     default: break;
   }
+  check_aliasing(comm, call, element_bytes);
   // Only the buffers of this device can order their frees after this rank's part.
   if (sends) call.send.allocation->note_use(queue);
   if (receives) call.recv.allocation->note_use(queue);

@@ -7,7 +7,6 @@
 
 #include <array>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -17,12 +16,6 @@ namespace devctx::detail {
 
 /// Ranks 0..count-1 over CPU devices of this process, rank i on queues[i]'s device (distinct, checked).
 [[nodiscard]] std::vector<std::shared_ptr<CommImpl>> create_cpu_group(QueueImpl* const* queues, std::size_t count);
-/// Enqueues `task` on `queue` (of a CPU device) as one host task in its stream order; what it
-/// throws is reported by the next synchronize, as a kernel's failure is. For the MPI engine, which lives in the
-/// devctx_mpi library: the CPU backend's queue and operation types are hidden in a shared
-/// libdevctx (src/backends/cpu/operations.hpp), so it cannot make the operation itself.
-void enqueue_cpu_host_task(QueueImpl& queue, std::function<void()> task);
-
 /// NCCL's unique id of a new communicator (ncclUniqueId), as bytes another process can be sent.
 using NcclId = std::array<char, 128>;
 /// Ranks 0..count-1 over GPUs of this process, rank i on queues[i]'s device (distinct, checked):

@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cpu/settings.hpp"
 #include "comm/comm_impl.hpp"
 #include "comm/engines.hpp"
 #include "comm/host_reduce.hpp"
@@ -119,12 +118,12 @@ class MpiRank final : public CommImpl {
   MpiRank(DeviceImpl& device, int rank, int size) : CommImpl(device, rank, size) {}
 
   void enqueue(QueueImpl& queue, const CollectiveCall& call, std::size_t element_bytes) override {
-    const double timeout = cpu::comm_timeout_seconds();
+    const double timeout = comm_timeout_seconds();
     const std::uint64_t number = calls_++;
     const std::string what = concat("Communicator::", to_string(call.kind), " #", number, " (MPI rank ", rank(), " of ",
                                     size(), ')');
     const int n = size(), me = rank();
-    enqueue_cpu_host_task(queue, [call, element_bytes, timeout, what, n, me] {
+    queue.enqueue_host_task([call, element_bytes, timeout, what, n, me] {
       run(call, element_bytes, timeout, what, n, me);
     });
   }
@@ -137,7 +136,10 @@ class MpiRank final : public CommImpl {
     if (c.send.count > std::size_t(INT32_MAX) || c.recv.count > std::size_t(INT32_MAX))
       fail(Errc::invalid_argument, what, ": more than 2^31 - 1 elements; MPI counts are int");
     const bool in_place = c.send.data == c.recv.data;
-    // A send buffer that overlaps recv otherwise is copied first (MPI forbids the aliasing).
+    // core allows only disjoint or exactly in-place buffers (communicator.cpp). MPI_IN_PLACE
+    // covers send == recv; the other in-place forms (all_gather's send at rank x send.size() in
+    // recv, reduce_scatter's recv at rank x recv.size() in send, on ranks other than 0) are
+    // copied first, as MPI forbids aliased buffers.
     std::vector<std::byte> copy;
     const void* send = c.send.data;
     const std::size_t send_bytes = c.send.count * eb;

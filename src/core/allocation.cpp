@@ -3,7 +3,7 @@
 #include "core/allocation.hpp"
 
 #include "core/memory.hpp"
-#include "core/trace/hooks.hpp"
+#include "core/submit.hpp"
 
 namespace devctx::detail {
 
@@ -35,8 +35,7 @@ void Allocation::release() noexcept {
   } catch (...) {
     return;
   }
-  trace::traced(*home_, [&] { return trace::OpDesc{.kind = trace::Kind::free, .bytes = bytes_, .dst = kind_}; },
-                [&] { home_->free(data_, bytes_, kind_); });
+  submit(*home_, op::Free{.data = data_, .bytes = bytes_, .kind = kind_});
 }
 
 void AllocationReleaser::operator()(Allocation* allocation) const noexcept {
@@ -47,8 +46,7 @@ void AllocationReleaser::operator()(Allocation* allocation) const noexcept {
 AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, std::size_t element_bytes) {
   // Checked and bounded before the backend sees it, so that no backend's rounding can wrap.
   const std::size_t bytes = allocation_bytes(queue.device(), kind, count, element_bytes);
-  void* data = trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::allocate, .bytes = bytes, .dst = kind}; },
-                             [&] { return queue.allocate(bytes, kind); });
+  void* data = submit(queue, op::Allocate{.bytes = bytes, .kind = kind});
   try {
     std::unique_ptr<HostGuard> guard;
     if (kind == MemKind::host_pinned && queue.checking()) guard = std::make_unique<HostGuard>();

@@ -76,6 +76,11 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
   /// Fills `count` elements of `element_bytes` each with the pattern at `value`.
   virtual void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) = 0;
   virtual void launch(const KernelLaunch& launch) = 0;
+  /// Runs `task` on a host thread once all work enqueued before it on this queue has finished;
+  /// later work waits for it. What it throws is the operation's failure: an Error keeps its
+  /// code and message, any other exception becomes Error(backend_error); the queue's next
+  /// synchronize reports it, as a kernel's failure. Returns at once.
+  virtual void enqueue_host_task(std::function<void()> task) = 0;
   virtual void synchronize() = 0;
   [[nodiscard]] virtual std::shared_ptr<EventImpl> record_event() = 0;
   virtual void wait_for(const std::shared_ptr<EventImpl>& event) = 0;

@@ -126,7 +126,7 @@ class ContextImpl {
   }
 
   void synchronize() {
-    trace::traced(*queue_, [] { return trace::OpDesc{.kind = trace::Kind::synchronize}; }, [&] { synchronize_all(); });
+    trace::traced(*queue_, [] { return op::Synchronize{}; }, [&] { synchronize_all(); });
   }
 
   void synchronize_all() {
@@ -153,7 +153,7 @@ class ContextImpl {
   }
 
   void synchronize_device() {
-    trace::traced(*queue_, [] { return trace::OpDesc{.kind = trace::Kind::synchronize, .name = "synchronize_device"}; },
+    trace::traced(*queue_, [] { return op::Synchronize{"synchronize_device"}; },
                   [&] {
                     synchronize_device_observed(*device_);
                     synchronize_all();
@@ -245,7 +245,7 @@ trace::Report DeviceContext::report() const {
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   detail::trace::traced(impl_->recorded_on(),
-                        [] { return detail::trace::OpDesc{.kind = trace::Kind::synchronize, .name = "Event::synchronize"}; },
+                        [] { return detail::op::Synchronize{"Event::synchronize"}; },
                         [&] { detail::event_synchronize(*impl_); });
   impl_->device().run_finished_releases();
 }
@@ -263,7 +263,7 @@ double elapsed_ms(const Event& start, const Event& stop) {
   // Waits for both events: a host wait, on the track of the stream that recorded `stop`.
   const double ms = detail::trace::traced(
       stop.impl()->recorded_on(),
-      [] { return detail::trace::OpDesc{.kind = trace::Kind::synchronize, .name = "elapsed_ms"}; },
+      [] { return detail::op::Synchronize{"elapsed_ms"}; },
       [&] { return stop.impl()->elapsed_ms_since(*start.impl()); });
   detail::event_reached(*start.impl());
   detail::event_reached(*stop.impl());

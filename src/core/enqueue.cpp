@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/enqueue.cpp - the checked entry points behind the enqueue verbs (copy, memset,
-// launch, synchronize, events): every request is validated here - sizes, devices, launch
-// limits, size arithmetic - and only well-formed work reaches a backend. Each refusal throws
-// before anything is enqueued.
+// launch, host task, synchronize, events): every request is validated here - sizes, devices,
+// launch limits, size arithmetic - and becomes one operation record (core/operation.hpp) that
+// `submit` (core/submit.hpp) hands on. Each refusal throws before anything is enqueued.
 #include <algorithm>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <devctx/backend.hpp>
 #include <devctx/detail/host/checked_size.hpp>
@@ -18,7 +20,8 @@
 #include "core/errors.hpp"
 #include "core/graph.hpp"
 #include "core/memory.hpp"
-#include "core/trace/hooks.hpp"
+#include "core/operation.hpp"
+#include "core/submit.hpp"
 
 namespace devctx::detail {
 namespace {
@@ -27,10 +30,6 @@ void check_same_device(const QueueImpl& queue, const Allocation* allocation, con
   if (allocation != nullptr && &allocation->device() != &queue.device())
     fail(Errc::wrong_device, operation, " on ", queue.device().label(), ": the ", what, " belongs to ",
          allocation->device().label(), "; copy it through host memory to use it on this device");
-}
-
-void note_use_if_local(QueueImpl& queue, Allocation* allocation) {
-  if (allocation != nullptr) allocation->note_use(queue);  // a no-op where the free cannot be ordered after it
 }
 
 /// The device of the DeviceBuffer side of a copy that belongs to another device than the
@@ -83,34 +82,6 @@ std::size_t endpoint_bytes(const QueueImpl& queue, const char* operation, const 
   return *bytes;
 }
 
-/// Checking mode: the guard of the HostBuffer on this side of a copy or fill, if it has one.
-HostGuard* host_guard_of(const QueueImpl& queue, const MemRef& ref) {
-  if (!queue.checking() || ref.kind != MemKind::host_pinned || ref.allocation == nullptr) return nullptr;
-  return ref.allocation->host_guard();
-}
-
-/// Room in a HostBuffer's guard for the work about to be queued, taken first so that recording
-/// the work cannot fail once it is queued; given back unless used.
-class GuardSlot {
- public:
-  explicit GuardSlot(HostGuard* guard) : guard_(guard) {
-    if (guard_ != nullptr) guard_->reserve();
-  }
-  GuardSlot(const GuardSlot&) = delete;
-  GuardSlot& operator=(const GuardSlot&) = delete;
-  ~GuardSlot() {
-    if (guard_ != nullptr) guard_->unreserve();
-  }
-  void use(const std::shared_ptr<QueueWatch>& watch, std::uint64_t ticket, HostGuard::Use use) noexcept {
-    if (guard_ == nullptr) return;
-    guard_->add(watch, ticket, use);
-    guard_ = nullptr;
-  }
-
- private:
-  HostGuard* guard_;
-};
-
 /// Refuses a copy whose two sides share memory. Neither backend copies overlapping ranges as
 /// memmove would: cudaMemcpyAsync does not promise it, and the CPU backend copies chunks in
 /// parallel. So the rule is one for every backend, checked here before any of them.
@@ -159,21 +130,18 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
          " elements; sizes must be equal (use slice(offset, count) to copy part of a buffer)");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_copy", dst, element_bytes);
   check_no_overlap(queue, dst, src, bytes, element_bytes);
-  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]] {
+  if (queue.recorder() != nullptr) [[unlikely]] {
     if (cross != CrossCopy::none)
       fail(Errc::invalid_argument, "enqueue_copy on a stream recording a devctx::Graph (", queue.device().label(),
            "): a graph records copies within its own device only; copy between devices outside the graph");
-    return recorder->record_copy(dst, src, element_bytes);
   }
   // A buffer of another device is either copied in stream order here (a peer copy: its free
   // then waits for this queue too) or host memory, copied synchronously like pageable memory.
-  note_use_if_local(queue, dst.allocation);
-  note_use_if_local(queue, src.allocation);
-  if (bytes == 0) return;
   if (cross == CrossCopy::peer) {
     DeviceImpl& dst_device = dst.allocation != nullptr ? dst.allocation->device() : queue.device();
     DeviceImpl& src_device = src.allocation != nullptr ? src.allocation->device() : queue.device();
-    return queue.copy_peer(dst.data, dst_device, src.data, src_device, bytes);
+    return submit(queue, op::PeerCopy{.dst = dst, .src = src, .bytes = bytes, .dst_device = &dst_device,
+                                      .src_device = &src_device});
   }
   const MemKind dst_kind = cross == CrossCopy::as_host && foreign_device(queue, dst) ? MemKind::host_pageable
                                                                                      : effective_kind(queue, dst);
@@ -182,24 +150,8 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
   // CPU device memory read by a GPU's stream may still be written by CPU streams this stream waits
   // for (enqueue_wait_for an event of the CPU device): the GPU's pageable paths read host memory
   // when called (the staged one fills its first chunks at once), so wait for this stream first.
-  if (cross == CrossCopy::as_host && foreign_device(queue, src) != nullptr) queue.synchronize();
-  GuardSlot into(host_guard_of(queue, dst)), out_of(host_guard_of(queue, src));
-  trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::copy, .bytes = bytes, .dst = dst_kind, .src = src_kind}; },
-                [&] { queue.copy(dst.data, dst_kind, src.data, src_kind, bytes); });
-  if (queue.checking()) {
-    const auto& watch = queue.watch();
-    const std::uint64_t ticket = watch->next_ticket();
-    into.use(watch, ticket, HostGuard::Use::copy_into);
-    out_of.use(watch, ticket, HostGuard::Use::copy_out_of);
-    if (copy_waits_for_host(dst_kind, src_kind)) {
-      // The call returned with the copy done. Out of memory to follow the queue's cross-stream
-      // waits, a later host access may be refused though it need not be; never the reverse.
-      try {
-        watch->observe(ticket);
-      } catch (...) {
-      }
-    }
-  }
+  if (cross == CrossCopy::as_host && foreign_device(queue, src) != nullptr && bytes != 0) queue.synchronize();
+  submit(queue, op::Copy{.dst = dst, .src = src, .bytes = bytes, .dst_kind = dst_kind, .src_kind = src_kind});
 }
 
 void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::size_t element_bytes) {
@@ -210,15 +162,8 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
          "or use a HostBuffer");
   check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "DeviceBuffer", "enqueue_memset");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_memset", dst, element_bytes);
-  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]]
-    return recorder->record_fill(dst, value, element_bytes);
-  note_use_if_local(queue, dst.allocation);
-  if (bytes == 0) return;
-  GuardSlot slot(host_guard_of(queue, dst));
-  const MemKind kind = effective_kind(queue, dst);
-  trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::fill, .bytes = bytes, .dst = kind}; },
-                [&] { queue.fill(dst.data, kind, dst.count, value, element_bytes); });
-  if (queue.checking()) slot.use(queue.watch(), queue.watch()->next_ticket(), HostGuard::Use::fill);
+  submit(queue, op::Fill{.dst = dst, .kind = effective_kind(queue, dst), .value = value,
+                        .element_bytes = element_bytes, .bytes = bytes});
 }
 
 void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
@@ -257,12 +202,7 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
         device.check_device_memory(launch.spans[i], launch.span_bytes[i],
                                    concat(launch_operation(launch.name), " argument ", i + 1, " (a devctx::span)"));
   device.check_kernel_limits(launch);
-  if (GraphRecorder* recorder = queue.recorder()) [[unlikely]]
-    return recorder->record_launch(launch);
-  for (std::size_t i = 0; i < launch.buffer_count; ++i)
-    if (launch.buffers[i] != nullptr) launch.buffers[i]->note_use(queue);
-  trace::traced(queue, [&] { return trace::OpDesc{.kind = trace::Kind::kernel, .launch = &launch}; },
-                [&] { queue.launch(launch); });
+  submit(queue, op::Launch{&launch});
 }
 
 void queue_synchronize(QueueImpl& queue) {
@@ -271,22 +211,10 @@ void queue_synchronize(QueueImpl& queue) {
     DeviceImpl& device;
     ~RunReleases() { device.run_finished_releases(); }
   } run_releases{queue.device()};
-  // The test inline: an unchecked queue's synchronize costs what it did without checking mode.
-  trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::synchronize}; }, [&] {
-    if (queue.checking()) [[unlikely]] synchronize_observed(queue);
-    else queue.synchronize();
-  });
+  submit(queue, op::Synchronize{});
 }
 
-std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) {
-  auto event = trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::record_event}; },
-                             [&] { return queue.record_event(); });
-  if (queue.checking()) {
-    event->watch = queue.watch();
-    event->ticket = queue.watch()->next_ticket();
-  }
-  return event;
-}
+std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue) { return submit(queue, op::RecordEvent{}); }
 
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
   if (!event) throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
@@ -294,20 +222,14 @@ void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
          event->device().label(), ", which this stream's device cannot wait for: wait on the host "
          "(event.synchronize()) before enqueueing the dependent work");
-  const auto wait = [&] {
-    trace::traced(queue, [] { return trace::OpDesc{.kind = trace::Kind::wait}; }, [&] { queue.wait_for(event); });
-  };
-  if (!queue.checking() || !event->watch) return wait();
-  // Room for the record first: once the wait is queued, recording it cannot fail.
-  QueueWatch& watch = *queue.watch();
-  watch.reserve_wait();
-  try {
-    wait();
-  } catch (...) {
-    watch.unreserve_wait();
-    throw;
-  }
-  watch.note_wait(watch.next_ticket(), event->watch, event->ticket);
+  submit(queue, op::Wait{&event});
+}
+
+void queue_host_task(QueueImpl& queue, std::function<void()> task) {
+  refuse_if_recorded_from(queue, "enqueue_host_task");
+  if (!task) fail(Errc::invalid_argument, "enqueue_host_task on ", queue.device().label(), ": the task is empty (a "
+                  "default-constructed or moved-from std::function); pass a function to run");
+  submit(queue, op::HostTask{std::move(task)});
 }
 
 }  // namespace devctx::detail

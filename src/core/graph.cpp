@@ -14,11 +14,13 @@
 #include <new>
 #include <optional>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "core/allocation.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/submit.hpp"
 #include "core/text.hpp"
 
 namespace devctx::detail {
@@ -54,7 +56,8 @@ namespace {
 
 [[noreturn]] void refuse(const DeviceImpl& device, const char* what) {
   fail(Errc::invalid_argument, what, " on a stream recording a devctx::Graph (", device.label(),
-       "): a graph records copies, memsets and kernel launches only; do this before or after recording");
+       "): a graph records copies, memsets, kernel launches and host tasks only; do this before or after "
+       "recording");
 }
 
 /// True when a copy side is memory the host must read or write at the call (std::span, or a
@@ -111,40 +114,8 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
 
   GraphRecorder* recorder() noexcept override { return this; }
 
-  void record_copy(const MemRef& dst, const MemRef& src, std::size_t element_bytes) override {
-    recording("enqueue_copy");
-    for (const MemRef* side : {&dst, &src})
-      if (is_call_time_memory(device(), *side))
-        fail(Errc::invalid_argument, "enqueue_copy on a stream recording a devctx::Graph (", device().label(),
-             "): the ", side->what, " is ordinary host memory, which a copy reads or writes during the call, but "
-             "a graph copies at each replay; copy through a HostBuffer of this device");
-    RecordedOp op;
-    op.kind = RecordedOp::Kind::copy;
-    op.dst = dst;
-    op.src = src;
-    op.element_bytes = element_bytes;
-    raw_->ops.push_back(std::move(op));
-  }
-
-  void record_fill(const MemRef& dst, const void* value, std::size_t element_bytes) override {
-    recording("enqueue_memset");
-    RecordedOp op;
-    op.kind = RecordedOp::Kind::fill;
-    op.dst = dst;
-    op.element_bytes = element_bytes;
-    op.value.resize(element_bytes);
-    std::memcpy(op.value.data(), value, element_bytes);
-    raw_->ops.push_back(std::move(op));
-  }
-
-  void record_launch(const KernelLaunch& launch) override {
-    if (update_ != nullptr) return update_(launch);
-    recording("enqueue_function");
-    RecordedOp op;
-    op.kind = RecordedOp::Kind::launch;
-    op.launch = std::make_unique<RecordedLaunch>(launch);
-    raw_->kernel_ops.push_back(raw_->ops.size());
-    raw_->ops.push_back(std::move(op));
+  void record(const Operation& op) override {
+    std::visit([this](const auto& o) { keep(o); }, op);
   }
 
   /// Ends the recording: the graph, made native when the backend can. The graph owns the
@@ -180,11 +151,52 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
   void copy(void*, MemKind, const void*, MemKind, std::size_t) override { refuse(device(), "a copy"); }
   void fill(void*, MemKind, std::size_t, const void*, std::size_t) override { refuse(device(), "a fill"); }
   void launch(const KernelLaunch&) override { refuse(device(), "a launch"); }
+  void enqueue_host_task(std::function<void()>) override { refuse(device(), "a host task"); }
   void synchronize() override { refuse(device(), "synchronize"); }
   std::shared_ptr<EventImpl> record_event() override { refuse(device(), "record_event"); }
   void wait_for(const std::shared_ptr<EventImpl>&) override { refuse(device(), "enqueue_wait_for"); }
 
  private:
+  void keep(const op::Copy& o) {
+    recording("enqueue_copy");
+    for (const MemRef* side : {&o.dst, &o.src})
+      if (is_call_time_memory(device(), *side))
+        fail(Errc::invalid_argument, "enqueue_copy on a stream recording a devctx::Graph (", device().label(),
+             "): the ", side->what, " is ordinary host memory, which a copy reads or writes during the call, but "
+             "a graph copies at each replay; copy through a HostBuffer of this device");
+    raw_->ops.push_back(RecordedOp{.op = o, .value = {}, .launch = {}});
+  }
+  void keep(const op::PeerCopy&) {
+    fail(Errc::invalid_argument, "enqueue_copy on a stream recording a devctx::Graph (", device().label(),
+         "): a graph records copies within its own device only; copy between devices outside the graph");
+  }
+  void keep(const op::Fill& o) {
+    recording("enqueue_memset");
+    RecordedOp r{.op = o, .value = std::vector<std::byte>(o.element_bytes), .launch = {}};
+    std::memcpy(r.value.data(), o.value, o.element_bytes);
+    std::get<op::Fill>(r.op).value = r.value.data();  // the vector's storage stays put when r moves
+    raw_->ops.push_back(std::move(r));
+  }
+  void keep(const op::Launch& o) {
+    if (update_ != nullptr) return update_(*o.launch);
+    recording("enqueue_function");
+    auto launch = std::make_unique<RecordedLaunch>(*o.launch);
+    RecordedOp r{.op = op::Launch{&launch->launch}, .value = {}, .launch = std::move(launch)};
+    raw_->kernel_ops.push_back(raw_->ops.size());
+    raw_->ops.push_back(std::move(r));
+  }
+  void keep(const op::HostTask& o) {
+    recording("enqueue_host_task");
+    raw_->ops.push_back(RecordedOp{.op = o, .value = {}, .launch = {}});
+  }
+  void keep(const op::Allocate& o) {
+    refuse(device(), o.kind == MemKind::device ? "enqueue_create_buffer" : "enqueue_create_host_buffer");
+  }
+  void keep(const op::Free&) {}  // a recording queue never allocated
+  void keep(const op::RecordEvent&) { refuse(device(), "record_event"); }
+  void keep(const op::Wait&) { refuse(device(), "enqueue_wait_for"); }
+  void keep(const op::Synchronize&) { refuse(device(), "synchronize"); }
+
   void recording(const char* operation) const {
     if (finished_)
       fail(Errc::invalid_argument, operation, " on the recording stream of a devctx::Graph whose recording has "
@@ -238,23 +250,11 @@ void graph_enqueue(QueueImpl& queue, GraphImpl& graph) {
   const std::lock_guard lock(graph.mutex);
   if (graph.native && !queue.checking()) {
     // The frees of the buffers the graph uses wait for this replay, as for the same work enqueued.
-    for (const RecordedOp& op : graph.ops) {
-      for (Allocation* a : {op.dst.allocation, op.src.allocation})
-        if (a != nullptr && &a->device() == &queue.device()) a->note_use(queue);
-      if (op.launch)
-        for (Allocation* a : op.launch->buffers)
-          if (a != nullptr) a->note_use(queue);
-    }
+    for (const RecordedOp& r : graph.ops) std::visit([&queue](const auto& o) { note_uses(queue, o); }, r.op);
     graph.native->launch(queue);
     return;
   }
-  for (const RecordedOp& op : graph.ops) {
-    switch (op.kind) {
-      case RecordedOp::Kind::copy: queue_copy(queue, op.dst, op.src, op.element_bytes); break;
-      case RecordedOp::Kind::fill: queue_fill(queue, op.dst, op.value.data(), op.element_bytes); break;
-      case RecordedOp::Kind::launch: queue_launch(queue, op.launch->launch); break;
-    }
-  }
+  for (const RecordedOp& r : graph.ops) submit(queue, r.op);
 }
 
 std::size_t graph_kernel_count(const GraphImpl& graph) noexcept { return graph.kernel_ops.size(); }
@@ -266,8 +266,8 @@ void graph_update_kernel(GraphImpl& graph, std::size_t index, const KernelLaunch
          graph.kernel_ops.size(), " kernel launches (0 to ", graph.kernel_ops.size(), " - 1)");
   const std::lock_guard lock(graph.mutex);
   const std::size_t op_index = graph.kernel_ops[index];
-  RecordedOp& op = graph.ops[op_index];
-  const KernelLaunch& old = op.launch->launch;
+  RecordedOp& recorded = graph.ops[op_index];
+  const KernelLaunch& old = recorded.launch->launch;
   if (old.cpu_run_block != launch.cpu_run_block || old.cuda_function != launch.cuda_function)
     fail(Errc::invalid_argument, "Graph::update_kernel<", launch.name, ">: launch ", index, " of the graph is kernel '",
          old.name, "'; an update keeps the kernel and changes its configuration and arguments");
@@ -276,7 +276,8 @@ void graph_update_kernel(GraphImpl& graph, std::size_t index, const KernelLaunch
                        [&](const KernelLaunch& checked) {
                          auto replacement = std::make_unique<RecordedLaunch>(checked);
                          if (graph.native) graph.native->update_kernel(op_index, replacement->launch);
-                         op.launch = std::move(replacement);
+                         std::get<op::Launch>(recorded.op).launch = &replacement->launch;
+                         recorded.launch = std::move(replacement);
                        });
 }
 

@@ -11,6 +11,8 @@
 
 #include <devctx/detail/host/seam.hpp>
 
+#include "core/operation.hpp"
+
 namespace devctx::detail {
 
 /// A kernel launch with everything it points at owned: the arguments, the name, the buffers and
@@ -30,15 +32,13 @@ struct RecordedLaunch {
   std::vector<std::size_t> span_bytes;
 };
 
-/// One recorded operation, replayed through the same checked entry points as when it was recorded.
+/// One recorded operation: an op::Copy, op::Fill, op::Launch or op::HostTask, replayed by
+/// submitting it again (core/submit.hpp). What its pointers point at is owned here: a fill's
+/// element, a launch's arguments.
 struct RecordedOp {
-  enum class Kind : unsigned char { copy, fill, launch };
-  Kind kind = Kind::copy;
-  MemRef dst;
-  MemRef src;                    ///< copies
-  std::size_t element_bytes = 0;
-  std::vector<std::byte> value;  ///< fills: one element
-  std::unique_ptr<RecordedLaunch> launch;
+  Operation op;
+  std::vector<std::byte> value;            ///< fills: one element (op's value points here)
+  std::unique_ptr<RecordedLaunch> launch;  ///< launches (op's launch points at launch->launch)
 };
 
 /// A backend's own form of a graph (a CUDA graph).
@@ -51,14 +51,14 @@ class NativeGraph {
   virtual void update_kernel(std::size_t op, const KernelLaunch& launch) = 0;
 };
 
-/// What a recording queue records; the checked entry points (enqueue.cpp) hand it their work
-/// once it has passed their checks, instead of running it.
+/// What a recording queue records: `submit` (core/submit.hpp) hands it every operation that
+/// passed validation, instead of running it.
 class GraphRecorder {
  public:
   virtual ~GraphRecorder() = default;
-  virtual void record_copy(const MemRef& dst, const MemRef& src, std::size_t element_bytes) = 0;
-  virtual void record_fill(const MemRef& dst, const void* value, std::size_t element_bytes) = 0;
-  virtual void record_launch(const KernelLaunch& launch) = 0;
+  /// Keeps `op`; throws Error(invalid_argument) for what a graph cannot hold (allocations,
+  /// events, waits, synchronize, memory read at the call), naming it.
+  virtual void record(const Operation& op) = 0;
 };
 
 /// Throws Error(invalid_argument) when this thread is inside Graph::record's function recording

@@ -2,9 +2,12 @@
 #include "core/host_access.hpp"
 
 #include <algorithm>
+#include <variant>
 
+#include "core/allocation.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
+#include "core/memory.hpp"
 
 namespace devctx::detail {
 
@@ -108,6 +111,85 @@ void HostGuard::check(const char* access) {
   fail(Errc::check_failed, access, " while ", what, " on ", e.queue->label(),
        " may still be running: the host may touch the buffer only after synchronize() or a wait on an "
        "event recorded after that work (devctx checking mode)");
+}
+
+namespace {
+
+/// The guard of the HostBuffer on this side of a copy or fill, if it has one.
+HostGuard* host_guard_of(const MemRef& ref) {
+  if (ref.kind != MemKind::host_pinned || ref.allocation == nullptr) return nullptr;
+  return ref.allocation->host_guard();
+}
+
+}  // namespace
+
+CheckingScope::CheckingScope(QueueImpl& queue, const Operation& op) {
+  if (!queue.checking()) return;
+  op_ = &op;
+  if (const auto* c = std::get_if<op::Copy>(&op)) {
+    into_ = host_guard_of(c->dst);
+    out_of_ = host_guard_of(c->src);
+  } else if (const auto* f = std::get_if<op::Fill>(&op)) {
+    into_ = host_guard_of(f->dst);
+  }
+  if (into_ != nullptr) into_->reserve();
+  if (out_of_ != nullptr) {
+    try {
+      out_of_->reserve();
+    } catch (...) {
+      if (into_ != nullptr) into_->unreserve();
+      throw;
+    }
+  }
+  if (const auto* w = std::get_if<op::Wait>(&op); w != nullptr && (*w->event)->watch) {
+    try {
+      queue.watch()->reserve_wait();
+    } catch (...) {
+      if (into_ != nullptr) into_->unreserve();
+      if (out_of_ != nullptr) out_of_->unreserve();
+      throw;
+    }
+    wait_reserved_ = true;
+  }
+  queue_ = &queue;
+}
+
+CheckingScope::~CheckingScope() {
+  if (into_ != nullptr) into_->unreserve();
+  if (out_of_ != nullptr) out_of_->unreserve();
+  if (wait_reserved_) queue_->watch()->unreserve_wait();
+}
+
+void CheckingScope::done(EventImpl* recorded) noexcept {
+  if (queue_ == nullptr) return;
+  const std::shared_ptr<QueueWatch>& watch = queue_->watch();
+  const Operation& op = *op_;
+  if (const auto* c = std::get_if<op::Copy>(&op)) {
+    const std::uint64_t ticket = watch->next_ticket();
+    if (into_ != nullptr) into_->add(watch, ticket, HostGuard::Use::copy_into);
+    if (out_of_ != nullptr) out_of_->add(watch, ticket, HostGuard::Use::copy_out_of);
+    into_ = out_of_ = nullptr;
+    if (copy_waits_for_host(c->dst_kind, c->src_kind)) {
+      // The call returned with the copy done. Out of memory to follow the queue's cross-stream
+      // waits, a later host access may be refused though it need not be; never the reverse.
+      try {
+        watch->observe(ticket);
+      } catch (...) {
+      }
+    }
+  } else if (std::holds_alternative<op::Fill>(op)) {
+    const std::uint64_t ticket = watch->next_ticket();
+    if (into_ != nullptr) into_->add(watch, ticket, HostGuard::Use::fill);
+    into_ = nullptr;
+  } else if (std::holds_alternative<op::RecordEvent>(op)) {
+    if (recorded != nullptr) {
+      recorded->watch = watch;
+      recorded->ticket = watch->next_ticket();
+    }
+  } else if (const auto* w = std::get_if<op::Wait>(&op); w != nullptr && wait_reserved_) {
+    watch->note_wait(watch->next_ticket(), (*w->event)->watch, (*w->event)->ticket);
+    wait_reserved_ = false;
+  }
 }
 
 void synchronize_observed(QueueImpl& queue) {

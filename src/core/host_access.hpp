@@ -22,6 +22,8 @@
 #include <devctx/launch.hpp>
 #include <devctx/detail/host/seam.hpp>
 
+#include "core/operation.hpp"
+
 namespace devctx::detail {
 
 class DeviceImpl;
@@ -104,6 +106,28 @@ class HostGuard : public HostAccessGate {
   std::mutex mutex_;
   std::vector<Entry> entries_;
   std::size_t reserved_ = 0;  // entries_ has room for this many more
+};
+
+/// Checking mode as a subscriber of the operation pipeline (core/submit.hpp), on a checked
+/// queue: the room the operation's record needs is taken before it is queued (the constructor,
+/// which throws only std::bad_alloc, and then nothing is queued), and the record is made once it
+/// is (done(), which cannot fail). A scope never done() gives its room back. On an unchecked
+/// queue it does nothing.
+class CheckingScope {
+ public:
+  CheckingScope(QueueImpl& queue, const Operation& op);
+  ~CheckingScope();
+  CheckingScope(const CheckingScope&) = delete;
+  CheckingScope& operator=(const CheckingScope&) = delete;
+  /// The operation is queued; `recorded` is the event of an op::RecordEvent.
+  void done(EventImpl* recorded) noexcept;
+
+ private:
+  QueueImpl* queue_ = nullptr;  ///< null when the queue is not checked
+  const Operation* op_ = nullptr;
+  HostGuard* into_ = nullptr;    ///< the guard of a HostBuffer written (copy, fill)
+  HostGuard* out_of_ = nullptr;  ///< the guard of a HostBuffer read (copy)
+  bool wait_reserved_ = false;
 };
 
 // The host's waits, which tell a checked queue's watch what the host has seen finish (core's

@@ -103,6 +103,7 @@ inline constexpr std::array kSettings = {
     Setting{"DEVCTX_NVTX_RECORD", SettingType::text, SettingReader::tests, "unset", "a writable path", "where the NVTX test recorder writes the ranges it saw"},
     Setting{"DEVCTX_FUZZ_SECONDS", SettingType::count, SettingReader::scripts, "60", "seconds", "how long scripts/test.sh runs the libFuzzer harness"},
     Setting{"DEVCTX_PIP_ARGS", SettingType::text, SettingReader::scripts, "unset", "pip arguments", "extra arguments of scripts/python-test.sh's pip install"},
+    Setting{"DEVCTX_PYTHON_SDIST", SettingType::flag, SettingReader::scripts, "1", "", "scripts/python-test.sh also builds the sdist, checks it, builds a wheel from it and runs a kernel from that wheel"},
     Setting{"DEVCTX_PYTHON", SettingType::text, SettingReader::scripts, "/usr/bin/python3", "a Python 3 interpreter", "the Python scripts/python-test.sh makes its virtual environment with"},
     Setting{"DEVCTX_FISSION_VENV", SettingType::text, SettingReader::scripts, "~/.cache/devctx/fission-venv", "a directory", "where scripts/setup.sh installs the fission translator's Python packages"},
     Setting{"DEVCTX_FISSION_WHEEL", SettingType::text, SettingReader::scripts, "unset: from PyPI", "a .whl file", "scripts/setup.sh installs the translator's parser from this file"},

@@ -5,8 +5,10 @@
 // rank's inputs; outputs are poisoned first and every element is checked.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <functional>
 #include <random>
 #include <string>
@@ -213,7 +215,91 @@ void run_type(Local& local, std::uint64_t seed, const char* type, const Report& 
   }
 }
 
+/// The one aliasing rule of every engine (src/comm/communicator.cpp): send and recv disjoint or
+/// exactly in place. all_gather with send at rank * c in recv and reduce_scatter with recv at
+/// rank * c in send, against the host reference; then a partial overlap, refused on every rank
+/// with Error(invalid_argument) before anything is enqueued, after which a matched call works.
+inline void run_aliasing(Local& local, std::uint64_t seed, const Report& report) {
+  using T = std::int32_t;
+  const int n = local.size;
+  const std::size_t c = 29, L = local.ranks.size();
+  const T poison = T(-101);
+  auto download = [&](std::size_t i, devctx::DeviceBuffer<T>& b) {
+    std::vector<T> v(b.size());
+    local.contexts[i]->enqueue_copy(std::span<T>(v), b);
+    local.contexts[i]->synchronize();
+    return v;
+  };
+  auto poisoned = [&](std::size_t i, std::size_t count) {
+    auto b = local.contexts[i]->template enqueue_create_buffer<T>(count);
+    local.contexts[i]->enqueue_memset(b, poison);
+    return b;
+  };
+  // all_gather in place: each rank's input already sits at its part of recv.
+  {
+    std::vector<std::vector<T>> in;
+    for (int r = 0; r < n; ++r) in.push_back(inputs<T>(seed, r, 900, c));
+    std::vector<T> want;
+    for (int r = 0; r < n; ++r) want.insert(want.end(), in[std::size_t(r)].begin(), in[std::size_t(r)].end());
+    std::vector<devctx::DeviceBuffer<T>> buf;
+    for (std::size_t i = 0; i < L; ++i) {
+      buf.push_back(poisoned(i, c * std::size_t(n)));
+      const auto r = std::size_t(local.ranks[i]);
+      local.contexts[i]->enqueue_copy(buf[i].slice(r * c, c), std::span<const T>(in[r]));
+    }
+    for (std::size_t i = 0; i < L; ++i)
+      local.comms[i]->all_gather(buf[i].slice(std::size_t(local.ranks[i]) * c, c), buf[i]);
+    for (std::size_t i = 0; i < L; ++i) check(report, "all_gather in place", local.ranks[i], download(i, buf[i]), want);
+  }
+  // reduce_scatter in place: recv is this rank's part of send.
+  {
+    std::vector<std::vector<T>> in;
+    for (int r = 0; r < n; ++r) in.push_back(inputs<T>(seed, r, 901, c * std::size_t(n)));
+    std::vector<devctx::DeviceBuffer<T>> buf;
+    for (std::size_t i = 0; i < L; ++i) {
+      const auto& mine = in[std::size_t(local.ranks[i])];
+      buf.push_back(local.contexts[i]->template enqueue_create_buffer<T>(mine.size()));
+      local.contexts[i]->enqueue_copy(buf[i], std::span<const T>(mine));
+    }
+    for (std::size_t i = 0; i < L; ++i)
+      local.comms[i]->reduce_scatter(buf[i], buf[i].slice(std::size_t(local.ranks[i]) * c, c), ReduceOp::sum);
+    for (std::size_t i = 0; i < L; ++i) {
+      const auto r = std::size_t(local.ranks[i]);
+      std::vector<T> want(c);
+      for (std::size_t e = 0; e < c; ++e) {
+        T sum = 0;
+        for (int q = 0; q < n; ++q) sum = T(sum + in[std::size_t(q)][r * c + e]);
+        want[e] = sum;
+      }
+      const auto got = download(i, buf[i]);
+      check(report, "reduce_scatter in place", local.ranks[i], std::vector<T>(got.begin() + std::ptrdiff_t(r * c),
+                                                                             got.begin() + std::ptrdiff_t(r * c + c)),
+            want);
+    }
+  }
+  // A partial overlap: refused on every rank, nothing enqueued.
+  {
+    std::vector<devctx::DeviceBuffer<T>> buf;
+    for (std::size_t i = 0; i < L; ++i) buf.push_back(poisoned(i, c + 1));
+    for (std::size_t i = 0; i < L; ++i) {
+      try {
+        local.comms[i]->all_reduce(buf[i].slice(0, c), buf[i].slice(1, c), ReduceOp::sum);
+        report("all_reduce with send and recv overlapping by all but one element: rank " +
+               std::to_string(local.ranks[i]) + " accepted it");
+      } catch (const devctx::Error& e) {
+        if (e.code() != devctx::Errc::invalid_argument || std::string(e.what()).find("in place") == std::string::npos)
+          report(std::string("a partial overlap was refused with the wrong error: ") + e.what());
+      }
+    }
+    for (std::size_t i = 0; i < L; ++i) local.comms[i]->all_reduce(buf[i], buf[i], ReduceOp::max);
+    for (std::size_t i = 0; i < L; ++i)
+      check(report, "all_reduce in place after a refused call", local.ranks[i], download(i, buf[i]),
+            std::vector<T>(c + 1, poison));
+  }
+}
+
 inline void run_all(Local& local, std::uint64_t seed, const Report& report) {
+  run_aliasing(local, seed, report);
   run_type<std::int8_t>(local, seed, "int8", report);
   run_type<std::uint8_t>(local, seed, "uint8", report);
   run_type<std::int32_t>(local, seed, "int32", report);

@@ -349,6 +349,25 @@ TEST_P(Traced, RefusedWorkIsNotRecordedAndNothingIsRecordedWhileOff) {
   EXPECT_EQ(ctx().report().device_to_device.bytes, 40u);
 }
 
+TEST_P(Traced, AHostTaskIsRecordedAsDeviceWorkOfItsStream) {
+  devctx::trace::start();
+  int ran = 0;
+  ctx().enqueue_host_task([&ran] { ++ran; });
+  ctx().synchronize();
+  EXPECT_EQ(ran, 1);
+  const auto ops = devctx::trace::operations();
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].kind, Kind::host_task);
+  EXPECT_EQ(ops[0].name, "host_task");
+  EXPECT_STREQ(devctx::trace::to_string(ops[0].kind), "host_task");
+  EXPECT_EQ(devctx::trace::kind_from_string("host_task"), Kind::host_task);
+  EXPECT_EQ(ops[1].name, "synchronize");
+  // Every kind reads back from its own spelling (what `devctx trace summarize` does).
+  for (unsigned k = 0; k < devctx::trace::kind_count; ++k)
+    EXPECT_EQ(devctx::trace::kind_from_string(devctx::trace::to_string(Kind(k))), Kind(k));
+  EXPECT_FALSE(devctx::trace::kind_from_string("memcpy").has_value());
+}
+
 TEST_P(Traced, ExplicitAndImplicitFreesAreRecordedOnTheBuffersHomeStream) {
   const std::size_t n = std::uniform_int_distribution<std::size_t>(100, 5000)(rng);
   auto s = ctx().create_stream();

@@ -354,7 +354,7 @@ class CpuRank final : public CommImpl {
 
 std::vector<std::shared_ptr<CommImpl>> create_cpu_group(QueueImpl* const* queues, std::size_t count) {
   auto group = std::make_shared<cpu::Group>();
-  group->timeout = std::chrono::duration_cast<cpu::Clock::duration>(std::chrono::duration<double>(cpu::comm_timeout_seconds()));
+  group->timeout = std::chrono::duration_cast<cpu::Clock::duration>(std::chrono::duration<double>(comm_timeout_seconds()));
   group->collectives.assign(count, 0);
   group->label = "the communicator of ";
   for (std::size_t i = 0; i < count; ++i) group->label += concat(i == 0 ? "" : ", ", to_string(queues[i]->device().info().api), ':', queues[i]->device().info().id);
@@ -363,10 +363,6 @@ std::vector<std::shared_ptr<CommImpl>> create_cpu_group(QueueImpl* const* queues
   for (std::size_t i = 0; i < count; ++i)
     ranks.push_back(std::make_shared<cpu::CpuRank>(queues[i]->device(), int(i), int(count), group));
   return ranks;
-}
-
-void enqueue_cpu_host_task(QueueImpl& queue, std::function<void()> task) {
-  static_cast<cpu::CpuQueue&>(queue).enqueue(std::make_unique<cpu::HostTaskOp>(std::move(task)));
 }
 
 }  // namespace devctx::detail

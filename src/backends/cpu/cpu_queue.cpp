@@ -265,6 +265,10 @@ void CpuQueue::launch(const KernelLaunch& launch) {
                                   device().info().max_shared_bytes_per_block, cpu().written(), checking()));
 }
 
+void CpuQueue::enqueue_host_task(std::function<void()> task) {
+  push(std::make_unique<HostTaskOp>(std::move(task)));
+}
+
 void CpuQueue::synchronize() {
   std::unique_lock lock(cpu().pool().mutex, std::defer_lock);
   lock_soon(lock);
@@ -282,11 +286,10 @@ void CpuQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
     // An event of another backend (a GPU's): one worker waits for it on the host, holding this
     // stream back, and lets go of the event as soon as it has completed (so that this queue's ops
     // never hold a GPU event once done). A failure the GPU reports at that wait fails this op.
-    push(std::make_unique<HostTaskOp>([awaited = event]() mutable {
+    return enqueue_host_task([awaited = event]() mutable {
       const std::shared_ptr<EventImpl> held = std::move(awaited);
       held->synchronize();
-    }));
-    return;
+    });
   }
   push(std::make_unique<WaitOp>(std::static_pointer_cast<CpuEvent>(event)));
 }

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,7 @@ class [[gnu::visibility("hidden")]] CpuQueue final : public QueueImpl {
   void copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device, std::size_t bytes) override;
   void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) override;
   void launch(const KernelLaunch& launch) override;
+  void enqueue_host_task(std::function<void()> task) override;
   void synchronize() override;
   std::shared_ptr<EventImpl> record_event() override;
   void wait_for(const std::shared_ptr<EventImpl>& event) override;

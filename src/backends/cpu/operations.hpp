@@ -228,8 +228,9 @@ struct [[gnu::visibility("hidden")]] FreeOp final : Op {
   bool guarded;
 };
 
-/// Runs a host function on a worker, in stream order (the MPI engine's collectives). An Error it
-/// throws is the op's failure, reported at synchronize.
+/// Runs a host function on a worker, in stream order (enqueue_host_task: users' tasks, the MPI
+/// engine's collectives, waits for another backend's events). An Error it throws is the op's
+/// failure, reported at synchronize.
 struct [[gnu::visibility("hidden")]] HostTaskOp final : Op {
   explicit HostTaskOp(std::function<void()> f) : task(std::move(f)) {
     parts = 1;

@@ -52,11 +52,6 @@ void set_device_count(int count) {
   chosen_devices.store(count);
 }
 
-double comm_timeout_seconds() {
-  return double(env_size("DEVCTX_COMM_TIMEOUT_S", 300, 1, 86400, SizeUnit::count,
-                         "seconds a collective waits for the other ranks"));
-}
-
 bool fission_enabled() { return env_flag("DEVCTX_CPU_FISSION", true); }
 
 bool trace_enabled() { return env_flag("DEVCTX_TRACE", false); }

@@ -29,10 +29,6 @@ struct CpuSettings {
 /// Error(invalid_argument) outside 0..kMaxCpuDevices.
 void set_device_count(int count);
 
-/// DEVCTX_COMM_TIMEOUT_S: how long a collective of CPU devices waits for the other ranks
-/// before it fails (default 300 s).
-[[nodiscard]] double comm_timeout_seconds();
-
 /// DEVCTX_CPU_FISSION: offer the blocks of unchecked launches to kernels' translated twins
 /// (default on; 0 turns it off, docs/cpu-backend.md, "Translated kernels").
 [[nodiscard]] bool fission_enabled();

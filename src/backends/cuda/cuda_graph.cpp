@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "backends/cuda/cuda_device.hpp"
@@ -49,38 +50,34 @@ class CudaGraph final : public NativeGraph {
     cudaGraphNode_t previous = nullptr;
     nodes_.resize(ops.size(), nullptr);
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const RecordedOp& op = ops[i];
+      const Operation& op = ops[i].op;
       cudaGraphNode_t node = nullptr;
       const std::size_t deps = previous != nullptr ? 1 : 0;
-      switch (op.kind) {
-        case RecordedOp::Kind::copy:
-          check(DEVCTX_CUDA(cudaGraphAddMemcpyNode1D(&node, graph_, &previous, deps, op.dst.data, op.src.data,
-                                                     op.dst.count * op.element_bytes, cudaMemcpyDefault)),
-                *device_, "Graph::record (a copy)");
-          break;
-        case RecordedOp::Kind::fill: {
-          if (op.element_bytes != 1 && op.element_bytes != 2 && op.element_bytes != 4) return false;
-          cudaMemsetParams p{};
-          p.dst = op.dst.data;
-          p.elementSize = unsigned(op.element_bytes);
-          p.width = op.dst.count;
-          p.height = 1;
-          p.pitch = 0;
-          unsigned value = 0;
-          std::memcpy(&value, op.value.data(), op.element_bytes);
-          p.value = value;
-          check(DEVCTX_CUDA(cudaGraphAddMemsetNode(&node, graph_, &previous, deps, &p)), *device_,
-                "Graph::record (a memset)");
-          break;
-        }
-        case RecordedOp::Kind::launch: {
-          const KernelLaunch& l = op.launch->launch;
-          if (l.cuda_function == nullptr) return false;
-          const cudaKernelNodeParams p = kernel_params(l);
-          check(DEVCTX_CUDA(cudaGraphAddKernelNode(&node, graph_, &previous, deps, &p)), *device_,
-                [&] { return concat("Graph::record (", launch_operation(l.name), ")"); });
-          break;
-        }
+      if (const auto* c = std::get_if<op::Copy>(&op)) {
+        check(DEVCTX_CUDA(cudaGraphAddMemcpyNode1D(&node, graph_, &previous, deps, c->dst.data, c->src.data, c->bytes,
+                                                   cudaMemcpyDefault)),
+              *device_, "Graph::record (a copy)");
+      } else if (const auto* f = std::get_if<op::Fill>(&op)) {
+        if (f->element_bytes != 1 && f->element_bytes != 2 && f->element_bytes != 4) return false;
+        cudaMemsetParams p{};
+        p.dst = f->dst.data;
+        p.elementSize = unsigned(f->element_bytes);
+        p.width = f->dst.count;
+        p.height = 1;
+        p.pitch = 0;
+        unsigned value = 0;
+        std::memcpy(&value, f->value, f->element_bytes);
+        p.value = value;
+        check(DEVCTX_CUDA(cudaGraphAddMemsetNode(&node, graph_, &previous, deps, &p)), *device_,
+              "Graph::record (a memset)");
+      } else if (const auto* k = std::get_if<op::Launch>(&op)) {
+        const KernelLaunch& l = *k->launch;
+        if (l.cuda_function == nullptr) return false;
+        const cudaKernelNodeParams p = kernel_params(l);
+        check(DEVCTX_CUDA(cudaGraphAddKernelNode(&node, graph_, &previous, deps, &p)), *device_,
+              [&] { return concat("Graph::record (", launch_operation(l.name), ")"); });
+      } else {
+        return false;  // a host task: replayed one operation at a time (its failure is reported at synchronize)
       }
       nodes_[i] = node;
       previous = node;

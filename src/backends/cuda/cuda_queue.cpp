@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -33,6 +35,7 @@
 #include "core/backend.hpp"
 #include "core/errors.hpp"
 #include "core/memory.hpp"
+#include "core/operation.hpp"
 #include "core/trace/hooks.hpp"
 
 namespace devctx::detail::cuda {
@@ -55,6 +58,7 @@ class CudaQueue final : public QueueImpl {
   void copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device, std::size_t bytes) override;
   void fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) override;
   void launch(const KernelLaunch& launch) override;
+  void enqueue_host_task(std::function<void()> task) override;
   void synchronize() override;
   std::shared_ptr<EventImpl> record_event() override;
   void wait_for(const std::shared_ptr<EventImpl>& event) override;
@@ -72,20 +76,27 @@ class CudaQueue final : public QueueImpl {
   void fill_doubling(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes);
   /// Whether the stream is being captured into a CUDA graph (or cannot say).
   [[nodiscard]] bool capturing() const noexcept;
-  /// wait_for an event of a CPU device: a host function on the stream waits for it.
+  /// wait_for an event of a CPU device: a host task on the stream waits for it.
   void wait_for_host_event(const std::shared_ptr<EventImpl>& event);
-  /// Drops the waits for CPU events whose host function has returned.
-  void forget_host_waits() noexcept;
+  /// Drops the host tasks that have returned without failing.
+  void forget_host_tasks() noexcept;
+  /// After a successful wait for the stream: throws the first failure of the host tasks that
+  /// have returned, and forgets them all.
+  void report_host_tasks();
 
-  /// One wait for a CPU device's event: the host function that waits gets a pointer to it, and
-  /// the queue drops it only once that function has returned (never in the function itself, which
-  /// must make no CUDA call: dropping the last reference to an event could lead to one).
-  struct HostWait {
-    std::shared_ptr<EventImpl> event;
+  /// One host task (enqueue_host_task; also a wait for a CPU device's event): the host function
+  /// gets a pointer to it, and the queue drops it only once that function has returned (never in
+  /// the function itself, which must make no CUDA call: dropping the last reference to an event
+  /// could lead to one). The function writes a failure before `done`.
+  struct HostTask {
+    std::function<void()> task;
     std::atomic<bool> done{false};
+    bool failed = false;
+    Errc code = Errc::backend_error;
+    std::string message;
   };
-  std::mutex host_waits_mutex_;
-  std::vector<std::unique_ptr<HostWait>> host_waits_;
+  std::mutex host_tasks_mutex_;
+  std::vector<std::unique_ptr<HostTask>> host_tasks_;
 
   std::shared_ptr<CudaDevice> device_;
   cudaStream_t stream_ = nullptr;
@@ -153,9 +164,9 @@ CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device, int priority) : QueueIm
 }
 
 CudaQueue::~CudaQueue() {
-  // A host function still to run reads its HostWait: wait for the stream before they go.
-  forget_host_waits();
-  if (!host_waits_.empty()) ignore(cudaStreamSynchronize(stream_));
+  // A host function still to run reads its HostTask: wait for the stream before they go.
+  forget_host_tasks();
+  if (!host_tasks_.empty()) ignore(cudaStreamSynchronize(stream_));
   // Returns at once; work still enqueued completes and then the stream's resources go.
   // At process exit the runtime may already be unloading: nothing to report then.
   if (owns_stream_) ignore(cudaStreamDestroy(stream_));
@@ -197,7 +208,7 @@ void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
 
 void CudaQueue::free(void* data, std::size_t bytes, MemKind kind) noexcept {
   if (data == nullptr || device_->lost()) return;  // nothing to free, or no context to free it in
-  const NvtxRange range([&] { return concat("free ", bytes_text(bytes)); });
+  const NvtxRange range([&] { return concat(name_of(op::Free{}), ' ', bytes_text(bytes)); });
   if (kind == MemKind::host_pinned && device_->take_fallback_host(data)) {
     cudaEvent_t event = nullptr;
     if (!succeeded(cudaEventCreateWithFlags(&event, cudaEventDisableTiming)))
@@ -233,9 +244,9 @@ void CudaQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, De
 
 void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
   const NvtxRange range([&] {
-    const auto side = [](MemKind k) { return k == MemKind::device ? 'D' : 'H'; };
     const bool pageable = dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable;
-    return concat("copy ", side(src_kind), "to", side(dst_kind), pageable ? " pageable " : " ", bytes_text(bytes));
+    return concat(name_of(op::Copy{.dst = {}, .src = {}, .bytes = bytes, .dst_kind = dst_kind, .src_kind = src_kind}),
+                  pageable ? " pageable " : " ", bytes_text(bytes));
   });
   device_->check_alive("enqueue_copy");
   device_->make_current();
@@ -294,35 +305,87 @@ void CudaQueue::wait_for_host_event(const std::shared_ptr<EventImpl>& event) {
     fail(Errc::invalid_argument, "enqueue_wait_for on ", device_->label(), ": the stream is being recorded into a "
          "graph, which cannot wait for an event of ", event->device().label(), " (a CPU device); wait for it before "
          "recording, or record on a CPU stream");
-  forget_host_waits();
-  auto wait = std::make_unique<HostWait>();
-  wait->event = event;
-  HostWait* raw = wait.get();
-  {
-    const std::lock_guard lock(host_waits_mutex_);
-    host_waits_.push_back(std::move(wait));
-  }
-  // The GPU stream stops at this host function until the CPU device has reached the event. A
+  // The GPU stream stops at this host task until the CPU device has reached the event. A
   // failure of the CPU stream is reported there (at its synchronize), not here: the GPU goes on.
-  const auto wait_on_host = [](void* data) {
-    auto* w = static_cast<HostWait*>(data);
+  // The task holds the event until the queue drops it, on a thread that calls into devctx.
+  enqueue_host_task([event] {
     try {
-      w->event->synchronize();
+      event->synchronize();
     } catch (...) {  // NOLINT(bugprone-empty-catch): reported on the CPU stream itself
     }
-    w->done.store(true, std::memory_order_release);
+  });
+}
+
+void CudaQueue::enqueue_host_task(std::function<void()> task) {
+  const NvtxRange range([] { return name_of(op::HostTask{}); });
+  device_->check_alive("enqueue_host_task");
+  // A graph would run the function at each replay, long after this queue let go of it.
+  if (capturing())
+    fail(Errc::invalid_argument, "enqueue_host_task on ", device_->label(), ": the stream is being captured into a "
+         "CUDA graph; enqueue the task before or after the capture (or record a devctx::Graph, which keeps it)");
+  forget_host_tasks();
+  auto entry = std::make_unique<HostTask>();
+  entry->task = std::move(task);
+  HostTask* raw = entry.get();
+  {
+    const std::lock_guard lock(host_tasks_mutex_);
+    host_tasks_.push_back(std::move(entry));
+  }
+  const auto run = [](void* data) {
+    auto* t = static_cast<HostTask*>(data);
+    try {
+      t->task();
+    } catch (const Error& e) {
+      t->failed = true;
+      t->code = e.code();
+      try {
+        t->message = e.what();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): reported without its message
+      }
+    } catch (const std::exception& e) {
+      t->failed = true;
+      try {
+        t->message = e.what();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): reported without its message
+      }
+    } catch (...) {
+      t->failed = true;
+    }
+    t->done.store(true, std::memory_order_release);
   };
   device_->make_current();
-  const CudaCall call = DEVCTX_CUDA(cudaLaunchHostFunc(stream_, wait_on_host, raw));
+  const CudaCall call = DEVCTX_CUDA(cudaLaunchHostFunc(stream_, run, raw));
   if (!call.ok()) {
     raw->done.store(true, std::memory_order_release);  // never enqueued
-    check(call, *device_, "enqueue_wait_for");
+    check(call, *device_, "enqueue_host_task");
   }
 }
 
-void CudaQueue::forget_host_waits() noexcept {
-  const std::lock_guard lock(host_waits_mutex_);
-  std::erase_if(host_waits_, [](const std::unique_ptr<HostWait>& w) { return w->done.load(std::memory_order_acquire); });
+void CudaQueue::forget_host_tasks() noexcept {
+  const std::lock_guard lock(host_tasks_mutex_);
+  std::erase_if(host_tasks_, [](const std::unique_ptr<HostTask>& t) {
+    return t->done.load(std::memory_order_acquire) && !t->failed;
+  });
+}
+
+void CudaQueue::report_host_tasks() {
+  std::vector<std::unique_ptr<HostTask>> finished;
+  {
+    const std::lock_guard lock(host_tasks_mutex_);
+    const auto done = std::stable_partition(host_tasks_.begin(), host_tasks_.end(), [](const std::unique_ptr<HostTask>& t) {
+      return !t->done.load(std::memory_order_acquire);
+    });
+    finished.assign(std::make_move_iterator(done), std::make_move_iterator(host_tasks_.end()));
+    host_tasks_.erase(done, host_tasks_.end());
+  }
+  const auto first = std::find_if(finished.begin(), finished.end(), [](const auto& t) { return t->failed; });
+  if (first == finished.end()) return;
+  const auto more = std::count_if(first + 1, finished.end(), [](const auto& t) { return t->failed; });
+  std::string message = (*first)->message.empty()
+                            ? concat("a host task failed on ", device_->label(), " (enqueue_host_task)")
+                            : std::move((*first)->message);
+  if (more > 0) message += concat(" (and ", more, " later failure(s) on this stream)");
+  throw Error((*first)->code, message);
 }
 
 bool CudaQueue::capturing() const noexcept {
@@ -332,7 +395,7 @@ bool CudaQueue::capturing() const noexcept {
 }
 
 void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) {
-  const NvtxRange range([&] { return concat("memset ", bytes_text(count * element_bytes)); });
+  const NvtxRange range([&] { return concat(name_of(op::Fill{}), ' ', bytes_text(count * element_bytes)); });
   device_->check_alive("enqueue_memset");
   device_->make_current();
   const std::size_t bytes = count * element_bytes;
@@ -381,7 +444,7 @@ void CudaQueue::fill_doubling(void* dst, MemKind kind, std::size_t count, const 
 }
 
 void CudaQueue::launch(const KernelLaunch& launch) {
-  const NvtxRange range([&] { return std::string(launch.name); });  // the kernel's source name
+  const NvtxRange range([&] { return name_of(op::Launch{&launch}); });  // the kernel's source name
   device_->make_current();
   const Dim3 g = launch.config.grid_dim, b = launch.config.block_dim;
   const CudaCall call = DEVCTX_CUDA(cudaLaunchKernel(launch.cuda_function, dim3(g.x, g.y, g.z), dim3(b.x, b.y, b.z),
@@ -417,11 +480,11 @@ void CudaQueue::forget_kernels() noexcept {
 }
 
 void CudaQueue::synchronize() {
-  const NvtxRange range([] { return std::string("synchronize"); });
+  const NvtxRange range([] { return name_of(op::Synchronize{}); });
   device_->check_alive("synchronize");
   check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "synchronize");
   forget_kernels();
-  forget_host_waits();
+  report_host_tasks();
 }
 
 std::shared_ptr<EventImpl> CudaQueue::record_event() {
@@ -435,7 +498,7 @@ std::shared_ptr<EventImpl> CudaQueue::record_event() {
 }
 
 void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
-  const NvtxRange range([] { return std::string("wait_for"); });
+  const NvtxRange range([] { return name_of(op::Wait{}); });
   device_->check_alive("enqueue_wait_for");
   if (event->device().info().api != Api::cuda) return wait_for_host_event(event);
   check(DEVCTX_CUDA(cudaStreamWaitEvent(stream_, static_cast<CudaEvent&>(*event).handle(), 0)), *device_,

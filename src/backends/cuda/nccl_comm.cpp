@@ -124,23 +124,6 @@ std::string describe(const CollectiveCall& c) {
   return text;
 }
 
-/// NCCL's in-place forms are the only overlaps it takes: the same memory, or (all-gather) send
-/// at this rank's part of recv, (reduce-scatter) recv at this rank's part of send.
-/// `what()` names the call (made only for a message).
-template <class What>
-void check_overlap(const CollectiveCall& c, std::size_t eb, int rank, const What& what) {
-  if (is_p2p(c) || c.kind == CollectiveKind::broadcast) return;
-  const auto s = reinterpret_cast<std::uintptr_t>(c.send.data), r = reinterpret_cast<std::uintptr_t>(c.recv.data);
-  const std::size_t sb = c.send.count * eb, rb = c.recv.count * eb;
-  if (sb == 0 || rb == 0 || s >= r + rb || r >= s + sb) return;
-  std::uintptr_t in_place = r;
-  if (c.kind == CollectiveKind::all_gather) in_place = r + std::uintptr_t(rank) * sb;
-  if (c.kind == CollectiveKind::reduce_scatter) in_place = s + std::uintptr_t(rank) * rb;
-  if ((c.kind == CollectiveKind::reduce_scatter ? r : s) == in_place) return;
-  fail(Errc::invalid_argument, what(), ": send and recv overlap; NCCL takes them disjoint or in place (the same memory; ",
-       "all_gather: send at rank * send.size() in recv; reduce_scatter: recv at rank * recv.size() in send)");
-}
-
 /// The ranks of one process's communicators and, for a group of several local GPUs, the parts
 /// that wait for the other ranks. One lock: NCCL takes one thread at a time per communicator.
 class Group {
@@ -169,7 +152,7 @@ class Group {
   Group& operator=(const Group&) = delete;
 
   /// Rank `local`'s part of its call number `number`, on `stream`.
-  void enqueue(std::size_t local, int rank, int size, const Part& part, std::size_t eb) {
+  void enqueue(std::size_t local, int rank, int size, const Part& part) {
     const std::lock_guard lock(mutex_);
     // The call's name, made only for a message or the deferred path (a string per call costs
     // a good part of a microsecond).
@@ -181,7 +164,6 @@ class Group {
       fail(Errc::invalid_argument, name(), ": an earlier call broke this communicator: ", broken_,
            "; make a new communicator");
     check_async(local, name);
-    check_overlap(part.call, eb, rank, name);
     if (gates_.empty()) {
       const ncclResult_t result = launch(part.call, comms_[local], part.stream);
       if (result != ncclSuccess) [[unlikely]] check_nccl(result, comms_[local], name());
@@ -342,17 +324,14 @@ class NcclRank final : public CommImpl {
   NcclRank(DeviceImpl& device, int rank, int size, std::shared_ptr<Group> group, std::size_t local)
       : CommImpl(device, rank, size), group_(std::move(group)), local_(local) {}
 
-  void enqueue(QueueImpl& queue, const CollectiveCall& call, std::size_t element_bytes) override {
-    if (queue.recorder() != nullptr)
-      fail(Errc::invalid_argument, "Communicator::", to_string(call.kind), " on a stream recording a devctx::Graph (",
-           queue.device().label(), "): collectives are not recorded; make the call outside the graph");
+  void enqueue(QueueImpl& queue, const CollectiveCall& call, std::size_t /*element_bytes*/) override {
     cuda::CudaDevice& gpu = gpu_of(queue);
     if (gpu.lost()) [[unlikely]] gpu.check_alive(concat("Communicator::", to_string(call.kind)));
     Part part;
     part.call = call;
     part.stream = static_cast<cudaStream_t>(queue.native_handle());
     part.number = calls_;
-    group_->enqueue(local_, rank(), size(), part, element_bytes);
+    group_->enqueue(local_, rank(), size(), part);
     ++calls_;
   }
 

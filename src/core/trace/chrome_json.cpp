@@ -9,6 +9,7 @@
 #include "core/trace/chrome_json.hpp"
 
 #include <charconv>
+#include <optional>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -31,8 +32,15 @@ const char* to_string(Kind kind) noexcept {
     case Kind::wait: return "wait";
     case Kind::record_event: return "record_event";
     case Kind::synchronize: return "synchronize";
+    case Kind::host_task: return "host_task";
   }
   return "unknown";
+}
+
+std::optional<Kind> kind_from_string(std::string_view text) noexcept {
+  for (unsigned k = 0; k < kind_count; ++k)
+    if (text == to_string(Kind(k))) return Kind(k);
+  return std::nullopt;
 }
 
 const char* to_string(Direction direction) noexcept {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// src/core/trace/hooks.hpp - the one way core's enqueue paths tell the trace recorder about an
-// operation: `traced(queue, describe, enqueue)` runs `enqueue` and, only while recording is on,
-// records it (host enqueue time, and for device work two events of the queue around it).
-// While recording is off it costs one relaxed load and one predictable branch: `describe` is
-// not even called.
+// src/core/trace/hooks.hpp - the trace recorder as a subscriber of the operation pipeline:
+// `submit` (core/submit.hpp) opens an OpScope around an operation while recording is on (host
+// enqueue time, and for device work two events of the queue around it). Host waits that are no
+// queue operation (a context's synchronize, Event::synchronize) use `traced(queue, describe,
+// run)`, where `describe` returns the operation (op::Synchronize) and is called only while
+// recording. While recording is off either costs one relaxed load and one predictable branch.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,8 @@
 #include <devctx/detail/host/seam.hpp>
 #include <devctx/trace.hpp>
 
+#include "core/operation.hpp"
+
 namespace devctx::detail {
 class QueueImpl;
 }
@@ -32,25 +35,13 @@ using devctx::trace::Kind;
 extern std::atomic<bool> recording_flag;
 [[nodiscard]] inline bool on() noexcept { return recording_flag.load(std::memory_order_relaxed); }
 
-/// What core knows of an operation when it enqueues it.
-struct OpDesc {
-  Kind kind = Kind::copy;
-  std::size_t bytes = 0;
-  MemKind dst = MemKind::device;  ///< copies, fills, allocations and frees: the memory written
-  MemKind src = MemKind::device;  ///< copies: the memory read
-  const KernelLaunch* launch = nullptr;
-  /// Host waits (Kind::synchronize): what waited, when not a stream's or a context's
-  /// synchronize ("Event::synchronize", "elapsed_ms", "synchronize_device"). A literal.
-  const char* name = nullptr;
-};
-
 /// One operation being recorded: the host's begin time and, for device work, an event of the
 /// queue before it; done() takes the end time and event and keeps the record. Never throws:
 /// a record that cannot be kept (out of memory, a failed event) is dropped or kept without
 /// device time.
 class OpScope {
  public:
-  OpScope(QueueImpl& queue, const OpDesc& desc) noexcept;
+  OpScope(QueueImpl& queue, const detail::Operation& op) noexcept;
   ~OpScope();
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;

@@ -24,7 +24,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <devctx/trace.hpp>
@@ -32,6 +34,7 @@
 #include "core/backend.hpp"
 #include "core/environment.hpp"
 #include "core/errors.hpp"
+#include "core/operation.hpp"
 #include "core/trace/chrome_json.hpp"
 #include "core/trace/hooks.hpp"
 #include "core/trace/summary.hpp"
@@ -189,33 +192,8 @@ void ensure_base(State& s, std::size_t track, DeviceImpl& device) noexcept {
 }
 
 bool is_device_work(Kind kind) noexcept {
-  return kind == Kind::copy || kind == Kind::fill || kind == Kind::kernel || kind == Kind::wait;
-}
-
-bool is_host(MemKind k) noexcept { return k != MemKind::device; }
-
-Direction direction_of(MemKind dst, MemKind src) noexcept {
-  if (is_host(src)) return is_host(dst) ? Direction::host_to_host : Direction::host_to_device;
-  return is_host(dst) ? Direction::device_to_host : Direction::device_to_device;
-}
-
-std::string name_of(const OpDesc& d, Direction direction) {
-  switch (d.kind) {
-    case Kind::allocate: return d.dst == MemKind::device ? "create_buffer" : "create_host_buffer";
-    case Kind::free: return "free";
-    case Kind::fill: return "memset";
-    case Kind::kernel: return d.launch != nullptr ? std::string(d.launch->name) : "kernel";
-    case Kind::wait: return "wait_for";
-    case Kind::record_event: return "record_event";
-    case Kind::synchronize: return d.name != nullptr ? d.name : "synchronize";
-    case Kind::copy: break;
-  }
-  switch (direction) {
-    case Direction::host_to_device: return "copy HtoD";
-    case Direction::device_to_host: return "copy DtoH";
-    case Direction::device_to_device: return "copy DtoD";
-    default: return "copy HtoH";
-  }
+  return kind == Kind::copy || kind == Kind::fill || kind == Kind::kernel || kind == Kind::wait ||
+         kind == Kind::host_task;
 }
 
 /// Writes `data` whole to `fd`. Returns 0 or an errno value.
@@ -468,26 +446,31 @@ struct OpScope::Pending {
   bool device_work = false;
 };
 
-OpScope::OpScope(QueueImpl& queue, const OpDesc& desc) noexcept {
+OpScope::OpScope(QueueImpl& queue, const detail::Operation& what) noexcept {
   State& s = state();
   try {
     auto p = std::make_unique<Pending>();
     p->queue = &queue;
-    p->device_work = is_device_work(desc.kind);
     Operation& op = p->entry.op;
-    op.kind = desc.kind;
-    op.bytes = desc.bytes;
-    if (desc.kind == Kind::copy) {
-      op.direction = direction_of(desc.dst, desc.src);
-      op.pageable = desc.dst == MemKind::host_pageable || desc.src == MemKind::host_pageable;
-    }
-    if (desc.kind == Kind::allocate || desc.kind == Kind::free) op.host_memory = desc.dst != MemKind::device;
-    if (desc.launch != nullptr) {
-      op.grid_dim = desc.launch->config.grid_dim;
-      op.block_dim = desc.launch->config.block_dim;
-      op.shared_bytes = desc.launch->config.shared_bytes;
-    }
-    op.name = name_of(desc, op.direction);
+    op.kind = kind_of(what);
+    p->device_work = is_device_work(op.kind);
+    op.direction = direction_of(what);
+    std::visit(
+        [&op](const auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (requires { o.bytes; }) op.bytes = o.bytes;
+          if constexpr (std::is_same_v<T, detail::op::Copy>)
+            op.pageable = o.dst_kind == MemKind::host_pageable || o.src_kind == MemKind::host_pageable;
+          if constexpr (std::is_same_v<T, detail::op::Allocate> || std::is_same_v<T, detail::op::Free>)
+            op.host_memory = o.kind != MemKind::device;
+          if constexpr (std::is_same_v<T, detail::op::Launch>) {
+            op.grid_dim = o.launch->config.grid_dim;
+            op.block_dim = o.launch->config.block_dim;
+            op.shared_bytes = o.launch->config.shared_bytes;
+          }
+        },
+        what);
+    op.name = name_of(what);
     op.host_thread = host_thread();
     {
       const std::lock_guard lock(s.mutex);

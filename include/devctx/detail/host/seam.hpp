@@ -114,6 +114,9 @@ void queue_synchronize(QueueImpl& queue);
 [[nodiscard]] std::shared_ptr<EventImpl> queue_record_event(QueueImpl& queue);
 /// `event` may be null (a default-constructed Event): throws Error(invalid_handle) then.
 void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event);
+/// `task` on a host thread in the queue's order (StreamRef::enqueue_host_task); an empty task
+/// throws Error(invalid_argument).
+void queue_host_task(QueueImpl& queue, std::function<void()> task);
 
 // ---- graphs (devctx/graph.hpp) ------------------------------------------------------------------------
 
