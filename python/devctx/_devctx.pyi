@@ -4,6 +4,7 @@
 devctx from Python: contexts, device and host arrays with DLPack, copies, and devctx kernels
 """
 
+from collections.abc import Sequence
 
 
 from typing import Any, Optional, Sequence, SupportsFloat, Union
@@ -20,7 +21,7 @@ class Error(RuntimeError):
     code: str
     """The kind, as devctx::Errc names it: 'invalid_argument', 'size_mismatch', 'invalid_launch',
     'invalid_handle', 'wrong_device', 'not_available', 'out_of_memory', 'kernel_failed',
-    'backend_error' or 'context_lost'."""
+    'backend_error', 'context_lost', 'check_failed' or 'compile_failed'."""
 
 class ArgumentError(Error, ValueError):
     """An argument of the right type whose value devctx cannot take (a negative dimension, an
@@ -29,6 +30,13 @@ class ArgumentError(Error, ValueError):
 class ArgumentOverflowError(ArgumentError, OverflowError):
     """A number that does not fit the C type or element type it is for: fill(int8_array, 300),
     fill(uint64_array, -1), a dimension of 2**63 or more, a stream handle past 64 bits."""
+
+class CompileError(Error):
+    """A kernel source that did not compile (Context.compile_function); code is 'compile_failed'.
+    str(e) shows the first errors with the lines of the Module's source, numbered as in it."""
+
+    log: str
+    """The compiler's whole log."""
 
 class Context:
     """A device and its default stream (devctx::DeviceContext)."""
@@ -75,6 +83,21 @@ class Context:
         """Sets every element of a DeviceArray or HostArray to value."""
 
     def __repr__(self) -> str: ...
+
+    def compile_function(self, module: Module, name: str) -> Function:
+        """
+        Compiles module's kernel `name` (with template arguments: 'saxpy<float>') for this context's device, through the disk cache (DEVCTX_CACHE_DIR). Raises devctx.CompileError when it does not compile.
+        """
+
+    def enqueue_function(self, function: Function, *args, grid_dim: object, block_dim: object, shared_bytes: object = 0, stream: object | None = None) -> None:
+        """
+        Enqueues fn on this context's stream with args (devctx arrays or __dlpack__ objects for spans and pointers, Python numbers for scalars), checked against fn.signature first: a mismatch raises and enqueues nothing.
+        """
+
+    def bind_function(self, function: Function, *args, grid_dim: object, block_dim: object, shared_bytes: object = 0, stream: object | None = None) -> Launch:
+        """
+        As enqueue_function, but returns a devctx.Launch that enqueues the launch each time it is called: the arguments are converted once (for hot loops).
+        """
 
 class DeviceArray:
     """Device memory of a context: a devctx DeviceBuffer or DeviceView."""
@@ -172,3 +195,70 @@ def _softmax(ctx: Context, x: DeviceArray, out: DeviceArray, launch_shape: Optio
 
 def _from_capsule(ctx: Context, capsule: Any) -> DeviceArray:
     """A DeviceArray over a DLPack capsule's tensor (consumes the capsule)."""
+
+class Module:
+    """
+    A kernel source given at run time (devctx::Module): nothing compiles until Context.compile_function.
+    """
+
+    def __init__(self, source: str, name: str = 'runtime_kernel.cpp', options: Sequence[str] = []) -> None:
+        """
+        source: devctx kernel code (#include <devctx/kernel.hpp>, DEVCTX_KERNEL functions); name: the file name compiler messages use; options: extra compiler options (-DNAME=VALUE, ...).
+        """
+
+    @staticmethod
+    def from_file(path: str, options: Sequence[str] = []) -> Module:
+        """A Module of a file's contents, named by its file name."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def options(self) -> list[str]: ...
+
+    def __repr__(self) -> str: ...
+
+class Function:
+    """
+    A kernel compiled at run time for one device (Context.compile_function).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def signature(self) -> str:
+        """
+        The parameters as compiled: '(float, devctx::span<const float>, devctx::span<float>)'.
+        """
+
+    @property
+    def params(self) -> list:
+        """
+        One dict per parameter: kind ('scalar', 'span', 'pointer'), dtype, readonly, cpp_type.
+        """
+
+    @property
+    def load_kind(self) -> str:
+        """
+        'compiled' (the compiler ran) or 'cached' (loaded from the disk cache).
+        """
+
+    @property
+    def load_ms(self) -> float: ...
+
+    def __repr__(self) -> str: ...
+
+class Launch:
+    """
+    A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.
+    """
+
+    def __call__(self) -> None:
+        """Enqueues the launch on its context's stream (checked again by devctx)."""
+
+    @property
+    def function(self) -> Function: ...
