@@ -165,6 +165,10 @@ using HostRegistrationPtr = std::unique_ptr<HostRegistrationRecord, HostRegistra
 // ---- reading a buffer's record ----------------------------------------------------------------------
 
 [[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;
+/// The record's length in bytes (a buffer's count times its element's bytes, exactly).
+[[nodiscard]] std::size_t allocation_size_bytes(const Allocation& allocation) noexcept;
+/// Where the memory is: MemKind::device or MemKind::host_pinned.
+[[nodiscard]] MemKind allocation_kind(const Allocation& allocation) noexcept;
 /// The queue that allocated (or wrapped) the memory: the stream a buffer's own verbs
 /// (map_to_host, enqueue_copy_to/_from, enqueue_fill) enqueue on. It lives as long as the record.
 [[nodiscard]] QueueImpl& allocation_home_queue(const Allocation& allocation) noexcept;
@@ -186,6 +190,9 @@ void host_access_check(HostAccessGate& gate, const char* access);
 // ---- misuse found in a header -------------------------------------------------------------------------
 
 [[noreturn]] void throw_invalid_handle(const char* what);
+/// Error(invalid_argument) for a typed buffer or slice (`what`) made from a devctx::Buffer whose
+/// memory is not of the kind it needs (`device` true: device memory, else host memory).
+[[noreturn]] void throw_wrong_memory_kind(const char* what, bool device);
 [[noreturn]] void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count,
                                            std::size_t size);
 /// Error(size_mismatch) for view_as<U>() of `bytes` bytes at `address` (elements of `from_bytes`
