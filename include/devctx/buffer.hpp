@@ -24,8 +24,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <devctx/detail/host/checked_size.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/checked_size.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/span.hpp>
 #include <devctx/untyped_buffer.hpp>
 

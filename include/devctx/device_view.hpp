@@ -17,7 +17,7 @@
 #include <utility>
 
 #include <devctx/buffer.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/span.hpp>
 #include <devctx/untyped_buffer.hpp>
 

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include <devctx/detail/base/access.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 namespace devctx {
 

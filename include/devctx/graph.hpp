@@ -23,8 +23,8 @@
 #include <memory>
 #include <utility>
 
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/detail/host/launch_kernel.hpp>
-#include <devctx/detail/host/seam.hpp>
 #include <devctx/launch.hpp>
 #include <devctx/stream.hpp>
 

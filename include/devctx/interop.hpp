@@ -20,7 +20,7 @@
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
 #include <devctx/context.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/device_info.hpp>
 #include <devctx/device_view.hpp>
 #include <devctx/event.hpp>

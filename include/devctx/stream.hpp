@@ -17,9 +17,9 @@
 #include <utility>
 
 #include <devctx/buffer.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/detail/host/endpoints.hpp>
 #include <devctx/detail/host/launch_kernel.hpp>
-#include <devctx/detail/host/seam.hpp>
 #include <devctx/event.hpp>
 #include <devctx/launch.hpp>
 

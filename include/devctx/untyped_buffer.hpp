@@ -21,7 +21,7 @@
 #include <utility>
 
 #include <devctx/detail/base/access.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 namespace devctx {
 

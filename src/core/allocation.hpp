@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 #include "core/backend.hpp"
 #include "core/host_access.hpp"

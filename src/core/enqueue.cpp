@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include <devctx/detail/host/checked_size.hpp>
+#include <devctx/detail/base/checked_size.hpp>
 #include <devctx/device_info.hpp>
 
 #include "core/allocation.hpp"

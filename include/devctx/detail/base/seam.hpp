@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// devctx/detail/host/seam.hpp - the one seam between the public templates and the compiled
+// devctx/detail/base/seam.hpp - the one seam between the public templates and the compiled
 // library: the opaque implementation types and every non-template function that a public
 // header calls. All of them are defined in src/core, which validates each request before any
 // backend sees it.
@@ -10,7 +10,7 @@
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
-#error "<devctx/detail/host/seam.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#error "<devctx/detail/base/seam.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
 #endif
 
 #include <atomic>
@@ -20,7 +20,7 @@
 #include <memory>
 #include <string_view>
 
-#include <devctx/launch.hpp>
+#include <devctx/detail/base/launch_types.hpp>
 
 namespace devctx {
 struct DeviceInfo;  // devctx/device_info.hpp
