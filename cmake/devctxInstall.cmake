@@ -64,6 +64,8 @@ else()
   set(DEVCTX_PC_CUDA no)
   set(DEVCTX_PC_CUDA_ARCHITECTURES "")
 endif()
+# libcrypto: the SHA-256 of runtime-compiled kernels' cache (cmake/devctxRuntime.cmake).
+list(PREPEND _devctx_pc_deps -lcrypto)
 if(DEVCTX_WITH_NCCL)  # communicators of GPUs (cmake/devctxNccl.cmake)
   list(PREPEND _devctx_pc_deps ${DEVCTX_NCCL_LIBRARY})
 endif()

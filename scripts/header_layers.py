@@ -17,9 +17,10 @@ LAYERS = [
     ("device-backends", [r"detail/device/.*"]),
     ("kernels", [r"kernel\.hpp", r"collectives\.hpp"]),
     ("memory", [r"untyped_buffer\.hpp", r"buffer\.hpp", r"device_view\.hpp", r"device_tensor\.hpp", r"event\.hpp"]),
-    ("host-templates", [r"detail/host/.*"]),  # endpoints, kernel arguments, launches, buffer verbs
-    ("streams", [r"stream\.hpp"]),
-    ("contexts", [r"context\.hpp", r"graph\.hpp", r"interop\.hpp", r"comm\.hpp", r"dlpack\.hpp", r"module\.hpp"]),
+    # endpoints, kernel arguments, launches, buffer verbs; runtime kernels' signatures and entries
+    ("host-templates", [r"detail/host/.*", r"detail/runtime/.*"]),
+    ("streams", [r"stream\.hpp", r"module\.hpp"]),  # stream.hpp includes module.hpp at its end
+    ("contexts", [r"context\.hpp", r"graph\.hpp", r"interop\.hpp", r"comm\.hpp", r"dlpack\.hpp"]),
     ("umbrella", [r"devctx\.hpp"]),
 ]
 

@@ -7,7 +7,14 @@
 // (DEVCTX_TEST_PRINT_ERRORS=1 prints them).
 #include "support/test_support.hpp"
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -75,6 +82,55 @@ DEVCTX_KERNEL void rotate_dynamic(devctx::span<const unsigned> in, devctx::span<
   s[t] = in[i];
   devctx::barrier();
   out[i] = s[extra != 0 ? t + 1 : (t + 1) % n];
+}
+
+// Raw pointer parameters (CUDA's `float* out, const float* in`): checking mode bounds them by the
+// device allocation they point into (guard pages around checked device memory).
+
+/// out[i] = in[i + shift]: shift = 1 reads one past the end of in's buffer in the last thread.
+DEVCTX_KERNEL void shift_through_pointers(float* out, const float* in, unsigned n, unsigned shift) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < n) out[i] = in[i + shift];
+}
+
+/// out[i + shift] = in[i]: shift = 1 writes one past the end of out's buffer in the last thread.
+DEVCTX_KERNEL void store_shifted(float* out, const float* in, unsigned n, unsigned shift) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < n) out[i + shift] = in[i];
+}
+
+/// out[i - back] = in[i]: back > 0 writes before the start of out's buffer in thread 0.
+DEVCTX_KERNEL void store_back(int* out, const int* in, unsigned n, unsigned back) {
+  const auto i = std::ptrdiff_t(devctx::global_idx().x);
+  if (i < std::ptrdiff_t(n)) out[i - std::ptrdiff_t(back)] = in[i];
+}
+
+/// The same for single bytes: shift = 1 reads the first byte past in's buffer.
+DEVCTX_KERNEL void shift_bytes(std::uint8_t* out, const std::uint8_t* in, unsigned n, unsigned shift) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < n) out[i] = std::uint8_t(in[i + shift] + 1);
+}
+
+/// part[i] = base + i for i < count: a count larger than the slice passed for `part` writes past it.
+DEVCTX_KERNEL void fill_part(float* part, unsigned count, float base) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < count) part[i] = base + float(i);
+}
+
+/// out[i] = a[i] + b[i + shift] (a and b may point into one buffer).
+DEVCTX_KERNEL void add_shifted(float* out, const float* a, const float* b, unsigned n, unsigned shift) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < n) out[i] = a[i] + b[i + shift];
+}
+
+/// A pointer that is no parameter of its own: carried in a struct argument.
+struct Lookup {
+  const float* values;
+  unsigned count;
+};
+DEVCTX_KERNEL void gather(devctx::span<float> out, Lookup table, unsigned shift) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < out.size()) out[i] = table.values[i + shift];
 }
 
 /// Each thread publishes its value, then reads its neighbour's after a barrier and again after a
@@ -356,6 +412,16 @@ std::string report_of(DeviceContext& ctx) {
   return e->what();
 }
 
+/// A guard-page report as this machine writes it: only x86-64's page faults tell a read from a
+/// write; elsewhere the report says "an access".
+std::string on_this_cpu(std::string text) {
+#if !defined(__x86_64__)
+  for (const std::string rw : {": a read ", ": a write "})
+    for (auto at = text.find(rw); at != std::string::npos; at = text.find(rw)) text.replace(at, rw.size(), ": an access ");
+#endif
+  return text;
+}
+
 class Checking : public testing::Test {
  protected:
   DeviceContext ctx = checked_cpu();
@@ -509,6 +575,206 @@ TEST_F(Checking, AnIndexPastDynamicSharedMemoryIsReported) {
   ctx.enqueue_function<rotate_dynamic>(cfg, in, out, 0u);
   const auto got = download(ctx, out);
   for (std::size_t i = 0; i < 256; ++i) ASSERT_EQ(got[i], values[i / 64 * 64 + (i + 1) % 64]) << i;
+}
+
+// ---- raw pointer parameters: bounded by the allocation they point into ------------------------------------
+// A checked context places each device buffer so that it ends where a page ends, with an
+// inaccessible guard page after it and another before its pages (docs/checking.md): an access
+// through a pointer past the end faults at once, and the fault becomes the launch's report.
+
+TEST_F(Checking, AReadPastABufferThroughAConstPointerIsReported) {
+  const unsigned n = 1000;  // 4000 bytes: not a whole page, and still exact at the end
+  const auto values = devctx_test::random_vector<float>(rng, n, -1.0f, 1.0f);
+  auto in = upload(ctx, values);
+  auto out = devctx_test::poisoned_buffer<float>(ctx, n);
+  ctx.enqueue_function<shift_through_pointers>({.grid_dim = 4, .block_dim = 256}, out, in, n, 1u);
+  EXPECT_THAT(report_of(ctx),
+              HasSubstr(on_this_cpu("kernel 'shift_through_pointers' failed in block (3, 0, 0), thread (231, 0, 0): out-of-bounds "
+                        "access: a read at index 1000 of argument 2 (const float*), which points to the start of a "
+                        "device buffer of 1000 elements (4000 bytes): past its end (found at the guard page after it)")));
+  // The context stays usable, and the clean twin, which reads the last element, is not reported.
+  ctx.enqueue_function<shift_through_pointers>({.grid_dim = 4, .block_dim = 256}, out, in, n, 0u);
+  EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
+}
+
+TEST_F(Checking, AWritePastABufferThroughAPointerIsReported) {
+  const unsigned n = 777;
+  const auto values = devctx_test::random_vector<float>(rng, n, -1.0f, 1.0f);
+  auto in = upload(ctx, values);
+  auto out = devctx_test::poisoned_buffer<float>(ctx, n);
+  ctx.enqueue_function<store_shifted>(devctx_test::cover(n, 128), out, in, n, 1u);
+  EXPECT_THAT(report_of(ctx),
+              HasSubstr(on_this_cpu("kernel 'store_shifted' failed in block (6, 0, 0), thread (8, 0, 0): out-of-bounds access: a "
+                        "write at index 777 of argument 1 (float*), which points to the start of a device buffer of "
+                        "777 elements (3108 bytes): past its end (found at the guard page after it)")));
+  ctx.enqueue_function<store_shifted>(devctx_test::cover(n, 128), out, in, n, 0u);
+  EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
+}
+
+TEST_F(Checking, AReadOfTheFirstBytePastABufferIsReported) {
+  const unsigned n = 4097;  // a page and a byte: the buffer starts at an odd address
+  const auto values = devctx_test::random_vector<std::uint8_t>(rng, n, 0, 254);
+  auto in = upload(ctx, values);
+  auto out = devctx_test::poisoned_buffer<std::uint8_t>(ctx, n);
+  ctx.enqueue_function<shift_bytes>(devctx_test::cover(n, 256), out, in, n, 1u);
+  EXPECT_THAT(report_of(ctx),
+              HasSubstr(on_this_cpu("kernel 'shift_bytes' failed in block (16, 0, 0), thread (0, 0, 0): out-of-bounds access: a "
+                        "read at index 4097 of argument 2 (const unsigned char*), which points to the start of a "
+                        "device buffer of 4097 elements (4097 bytes): past its end")));
+  ctx.enqueue_function<shift_bytes>(devctx_test::cover(n, 256), out, in, n, 0u);
+  const auto got = download(ctx, out);
+  for (unsigned i = 0; i < n; ++i) ASSERT_EQ(got[i], std::uint8_t(values[i] + 1)) << i;
+}
+
+TEST_F(Checking, AWriteBeforeABufferIsReported) {
+  const unsigned n = 1024;  // exactly a page: the guard page starts right before element 0
+  const auto values = devctx_test::random_vector<int>(rng, n, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = devctx_test::poisoned_buffer<int>(ctx, n);
+  ctx.enqueue_function<store_back>(devctx_test::cover(n, 256), out, in, n, 1u);
+  EXPECT_THAT(report_of(ctx),
+              HasSubstr(on_this_cpu("kernel 'store_back' failed in block (0, 0, 0), thread (0, 0, 0): out-of-bounds access: a "
+                        "write at index -1 of argument 1 (int*), which points to the start of a device buffer of 1024 "
+                        "elements (4096 bytes): before its start (found at the guard page before it)")));
+  ctx.enqueue_function<store_back>(devctx_test::cover(n, 256), out, in, n, 0u);
+  EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
+}
+
+// A pointer passed for a slice is bounded by the whole buffer it points into, not by the slice:
+// past the slice but inside its buffer is not reported; past the buffer's end is.
+TEST_F(Checking, APointerIntoASliceIsBoundedByItsBuffer) {
+  const unsigned n = 1000, offset = 100, count = 200;
+  auto data = devctx_test::poisoned_buffer<float>(ctx, n);
+  ctx.enqueue_function<fill_part>(devctx_test::cover(count + 50, 128), data.slice(offset, count), count + 50, 1.0f);
+  EXPECT_NO_THROW(ctx.synchronize());  // 50 elements past the slice, unreported: still inside the buffer
+  auto got = download(ctx, data);
+  for (unsigned i = 0; i < n; ++i) {
+    if (i >= offset && i < offset + count + 50) ASSERT_EQ(got[i], 1.0f + float(i - offset)) << i;
+    else ASSERT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>())) << i;
+  }
+  ctx.enqueue_function<fill_part>(devctx_test::cover(n, 128), data.slice(offset, count), n, 2.0f);
+  EXPECT_THAT(report_of(ctx),
+              HasSubstr(on_this_cpu("kernel 'fill_part' failed in block (7, 0, 0), thread (4, 0, 0): out-of-bounds access: a "
+                        "write at index 900 of argument 1 (float*), which points to element 100 of a device buffer of "
+                        "1000 elements (4000 bytes) (the argument passed 200 elements from there): past its end "
+                        "(found at the guard page after it)")));
+  // The elements before the fault were written (the launch stops at its first report); the buffer
+  // and the context stay usable.
+  got = download(ctx, data);
+  for (unsigned i = offset; i < n; ++i) ASSERT_EQ(got[i], 2.0f + float(i - offset)) << i;
+  ctx.enqueue_function<fill_part>(devctx_test::cover(count, 128), data.slice(offset, count), count, 3.0f);
+  got = download(ctx, data);
+  for (unsigned i = 0; i < count; ++i) ASSERT_EQ(got[offset + i], 3.0f + float(i)) << i;
+}
+
+TEST_F(Checking, EveryArgumentPointingIntoTheBufferIsNamed) {
+  const unsigned n = 512;
+  const auto values = devctx_test::random_small_ints<float>(rng, n, -100, 100);
+  auto in = upload(ctx, values);
+  auto out = devctx_test::poisoned_buffer<float>(ctx, n);
+  ctx.enqueue_function<add_shifted>(devctx_test::cover(n, 128), out, in, in, n, 1u);
+  EXPECT_THAT(report_of(ctx),
+              HasSubstr(on_this_cpu("kernel 'add_shifted' failed in block (3, 0, 0), thread (127, 0, 0): out-of-bounds access: a "
+                        "read at index 512 of argument 2 (const float*), which points to the start of a device buffer "
+                        "of 512 elements (2048 bytes): past its end (found at the guard page after it); argument 3 "
+                        "(const float*) points into the same buffer")));
+  ctx.enqueue_function<add_shifted>(devctx_test::cover(n, 128), out, in, in, n, 0u);
+  const auto got = download(ctx, out);
+  for (unsigned i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * values[i]) << i;
+}
+
+TEST_F(Checking, APointerNoArgumentNamesIsReportedByItsBuffer) {
+  const unsigned n = 300;
+  const auto values = devctx_test::random_vector<float>(rng, n, -1.0f, 1.0f);
+  auto in = upload(ctx, values);
+  auto out = devctx_test::poisoned_buffer<float>(ctx, n);
+  ctx.enqueue_function<gather>(devctx_test::cover(n, 64), out, Lookup{in.data(), n}, 1u);
+  const std::string m = report_of(ctx);
+  EXPECT_THAT(m, HasSubstr(on_this_cpu("kernel 'gather' failed in block (4, 0, 0), thread (43, 0, 0): out-of-bounds access: a "
+                           "read at byte 1200 of a device buffer of 1200 bytes at 0x")));
+  EXPECT_THAT(m, HasSubstr("past its end (found at the guard page after it); no argument of the kernel points into "
+                           "this buffer"));
+  ctx.enqueue_function<gather>(devctx_test::cover(n, 64), out, Lookup{in.data(), n}, 0u);
+  EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
+}
+
+// An unchecked launch cannot be resumed after a fault (it may run on the worker's own stack): past
+// a checked buffer it stops the process with a report at the guard page, rather than corrupting
+// memory.
+void run_unchecked_past_checked_buffer() {
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  DeviceContext checked = checked_cpu();
+  DeviceContext plain{Api::cpu, 0, {.check = false}};
+  auto in = checked.enqueue_create_buffer<float>(777);
+  auto out = checked.enqueue_create_buffer<float>(777);
+  checked.enqueue_memset(in, 1.0f);
+  checked.synchronize();
+  plain.enqueue_function<store_shifted>(devctx_test::cover(777, 128), out, in, 777u, 1u);
+  plain.synchronize();
+  std::fprintf(stderr, "the unchecked launch finished without a report\n");
+  std::_Exit(0);
+}
+
+TEST(CheckingGuardPages, AnUncheckedLaunchPastACheckedBufferEndsTheProcessWithAReport) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(run_unchecked_past_checked_buffer(), testing::KilledBySignal(SIGSEGV),
+              "kernel 'store_shifted' \\(an unchecked launch\\) accessed memory past the end of a device buffer of "
+              "3108 bytes made by a checked context, in block \\(6, 0, 0\\) \\(found at the guard page after it\\)");
+}
+
+/// In a child process: with the address space limited to what the process uses plus 64 MiB, a
+/// checked buffer of 256 MiB cannot be mapped, which is an out_of_memory Error naming the layout.
+[[maybe_unused]] void run_checked_allocation_past_the_address_space_limit() {
+  DeviceContext ctx = checked_cpu();
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  unsigned long long vm_kib = 0;
+  while (std::getline(status, line))
+    if (std::sscanf(line.c_str(), "VmSize: %llu kB", &vm_kib) == 1) break;
+  const rlimit limit{rlim_t(vm_kib * 1024 + (64ull << 20)), rlim_t(vm_kib * 1024 + (64ull << 20))};
+  if (vm_kib == 0 || setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(3);
+  const auto e = error_of([&] { (void)ctx.enqueue_create_buffer<float>(std::size_t{64} << 20); });
+  if (!e || e->code() != Errc::out_of_memory) std::_Exit(1);
+  if (std::string(e->what()).find("checking mode maps each device buffer on pages of its own between two guard "
+                                  "pages (256.0 MiB") == std::string::npos) {
+    std::fprintf(stderr, "%s\n", e->what());
+    std::_Exit(2);
+  }
+  // The context stays usable.
+  auto small = upload(ctx, std::vector<float>{1.0f, 2.0f});
+  if (download(ctx, small) != std::vector<float>{1.0f, 2.0f}) std::_Exit(4);
+  std::_Exit(0);
+}
+
+TEST(CheckingGuardPages, AMappingThatFailsIsOutOfMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's own mappings need address space beyond any limit set here";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(run_checked_allocation_past_the_address_space_limit(), testing::ExitedWithCode(0), "");
+#endif
+}
+
+TEST_F(Checking, AbsurdBufferSizesAreStillOutOfMemory) {
+  for (const std::size_t count : {std::size_t{1} << 61, std::numeric_limits<std::size_t>::max() / 2}) {
+    const auto e = error_of([&] { (void)ctx.enqueue_create_buffer<float>(count); });
+    ASSERT_TRUE(e) << count;
+    EXPECT_EQ(e->code(), Errc::out_of_memory) << e->what();
+  }
+  // More than memory and swap together (but addressable): refused before anything is mapped.
+  const auto e = error_of([&] { (void)ctx.enqueue_create_buffer<std::uint8_t>(std::size_t{1} << 60); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::out_of_memory);
+  // The context stays usable: a buffer of one element, exact at both ends (its page holds 4 bytes
+  // at its end).
+  auto one = upload(ctx, std::vector<float>{42.0f});
+  auto out = devctx_test::poisoned_buffer<float>(ctx, 1);
+  ctx.enqueue_function<shift_through_pointers>({.grid_dim = 1, .block_dim = 1}, out, one, 1u, 0u);
+  EXPECT_EQ(download(ctx, out)[0], 42.0f);
+  ctx.enqueue_function<shift_through_pointers>({.grid_dim = 1, .block_dim = 1}, out, one, 1u, 1u);
+  EXPECT_THAT(report_of(ctx), HasSubstr(on_this_cpu("a read at index 1 of argument 2 (const float*), which points to "
+                                                    "the start of a device buffer of 1 element (4 bytes): past its end")));
 }
 
 // ---- barrier divergence ------------------------------------------------------------------------------------
@@ -888,6 +1154,38 @@ TEST_F(Checking, WritesThroughAPointerStillCountAsWrites) {
   ctx.enqueue_function<scale>(devctx_test::cover(300, 128), made, out, 3.0f);
   const auto got = download(ctx, out);
   for (std::size_t i = 0; i < 300; ++i) ASSERT_EQ(got[i], 3.0f * float(i)) << i;
+}
+
+// Before a buffer's start only the guard page is caught: a buffer that is not a whole number of
+// pages starts inside its first page, after unused bytes that a write may reach unreported.
+TEST_F(Checking, AWriteJustBeforeABufferThatIsNoWholePageIsNotCaught) {
+  const unsigned n = 1000;  // 4000 bytes: 96 bytes (24 ints) of its page lie before element 0
+  const auto values = devctx_test::random_vector<int>(rng, n, -1000, 1000);
+  auto in = upload(ctx, values);
+  auto out = devctx_test::poisoned_buffer<int>(ctx, n);
+  ctx.enqueue_function<store_back>(devctx_test::cover(n, 256), out, in, n, 24u);
+  EXPECT_NO_THROW(ctx.synchronize());  // a bug, unreported: out[-24] .. out[-1] lie in the unused bytes
+  ctx.enqueue_function<store_back>(devctx_test::cover(n, 256), out, in, n, 25u);
+  EXPECT_THAT(report_of(ctx),
+              HasSubstr(on_this_cpu("kernel 'store_back' failed in block (0, 0, 0), thread (0, 0, 0): out-of-bounds access: a "
+                        "write at index -25 of argument 1 (int*), which points to the start of a device buffer of 1000 "
+                        "elements (4000 bytes): before its start (found at the guard page before it)")));
+}
+
+// A checked buffer starts where its size ends it: aligned to the largest power of two dividing
+// its size, not to 64 bytes. A view of a slice as a wider type that an unchecked buffer refuses as
+// misaligned may then pass in checking mode, or the other way round.
+TEST_F(Checking, ACheckedBufferStartsAlignedToItsSize) {
+  auto odd = ctx.enqueue_create_buffer<std::uint8_t>(30);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(odd.data()) % 4, 2u);  // 30 = 2 * 15
+  EXPECT_EQ(odd.slice(2, 8).view_as<std::uint32_t>().size(), 2u);   // refused as misaligned unchecked
+  const auto e = error_of([&] { (void)odd.slice(16, 8).view_as<std::uint64_t>(); });  // passes unchecked
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), Errc::size_mismatch);
+  auto floats = ctx.enqueue_create_buffer<float>(1000);  // 4000 bytes = 32 * 125
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(floats.data()) % 32, 0u);
+  DeviceContext plain{Api::cpu, 0, {.check = false}};
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(plain.enqueue_create_buffer<std::uint8_t>(30).data()) % 64, 0u);
 }
 
 TEST_F(Checking, AReadModifyWriteOfUnwrittenMemoryLooksLikeAWrite) {

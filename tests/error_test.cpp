@@ -78,7 +78,8 @@ TEST(ErrorType, IsARuntimeErrorWithACodeAndNamedCodes) {
       {Errc::invalid_launch, "invalid_launch"},     {Errc::invalid_handle, "invalid_handle"},
       {Errc::wrong_device, "wrong_device"},         {Errc::not_available, "not_available"},
       {Errc::out_of_memory, "out_of_memory"},       {Errc::kernel_failed, "kernel_failed"},
-      {Errc::backend_error, "backend_error"},       {Errc::context_lost, "context_lost"}};
+      {Errc::backend_error, "backend_error"},       {Errc::context_lost, "context_lost"},
+      {Errc::check_failed, "check_failed"},         {Errc::compile_failed, "compile_failed"}};
   for (const auto& [code, name] : names) EXPECT_STREQ(devctx::to_string(code), name);
 }
 

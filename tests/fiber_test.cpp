@@ -15,6 +15,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/fiber_switch.hpp"
@@ -169,6 +170,8 @@ class Stacks {
     // Tops staggered by a cache line, as the CPU backend staggers them; 16-byte aligned.
     return {bottom, bottom + (slot_ - page_) - (i % 16) * 64};
   }
+  /// The whole mapping: its start and size.
+  [[nodiscard]] std::pair<char*, std::size_t> mapping() const { return {region_, count_ * slot_}; }
   [[nodiscard]] bool contains(std::size_t i, const void* p) const {
     const FiberStack s = (*this)[i];
     return p >= s.bottom && p < s.top;
@@ -331,6 +334,45 @@ TEST(Fiber, StacksPreparedAgainAfterTheirFibersWereAbandoned) {
       ASSERT_EQ(ring.step, n);
     }
   }
+}
+
+struct Abandoned {
+  FiberSp main = nullptr;
+  int touched = 0;
+};
+
+void leave_a_frame_with_an_array(void* p) {
+  auto* s = static_cast<Abandoned*>(p);
+  volatile char local[64];  // under ASan: redzones around it, poisoned while this frame lives
+  for (auto& c : local) c = char(++s->touched);
+  cpu::fiber_jump(s->main);  // never resumed: the frame and its redzones are abandoned
+}
+
+TEST(Fiber, ReleasedStacksLeaveNoPoisonForMemoryMappedThereLater) {
+  // Under ASan, the redzones of frames abandoned on a fiber stack stay poisoned in ASan's shadow
+  // after the stack is unmapped; memory mapped at those addresses later (a large allocation, a
+  // checked device buffer) was then reported as a stack overflow when first touched. Elsewhere
+  // this checks that the addresses can be mapped and used again.
+  constexpr std::size_t n = 4;
+  std::pair<char*, std::size_t> was;
+  {
+    Stacks stacks(n, kStackBytes);
+    was = stacks.mapping();
+    for (std::size_t i = 0; i < n; ++i) {
+      Abandoned state;
+      FiberSp sp = cpu::fiber_prepare(stacks[i], &leave_a_frame_with_an_array, &state);
+      cpu::fiber_switch(&state.main, sp);
+      ASSERT_EQ(state.touched, 64);
+    }
+  }
+  void* again = mmap(was.first, was.second, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (again == MAP_FAILED) GTEST_SKIP() << "the addresses were taken again before the test could map them";
+  ASSERT_EQ(again, static_cast<void*>(was.first));
+  std::memset(again, 0x5a, was.second);  // ASan checks the whole range against its shadow
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < was.second; i += 4096) seen += static_cast<unsigned char*>(again)[i] == 0x5a;
+  EXPECT_EQ(seen, (was.second + 4095) / 4096);
+  munmap(again, was.second);
 }
 
 // ---- deep stacks ------------------------------------------------------------------------------

@@ -75,6 +75,20 @@ int main(int argc, char** argv) {
   const double per_barrier = (cn - c1) * workers / (double(blocks) * threads * kBarriers);
   std::printf("  cooperative: one barrier, per thread (core time)     %8.2f ns\n", per_barrier * 1e9);
   std::printf("  cooperative: block with 1 barrier, per block         %8.2f us\n", c1 * 1e6 * workers / blocks);
+  // The same per block size (the fiber switch's cost depends on how many fibers a block has:
+  // compare builds with -DDEVCTX_FIBER=asm and =boost). As many threads in all at every size.
+  for (const unsigned size : {32u, 256u, 1024u}) {
+    const unsigned b = blocks * threads / size;
+    auto at = [&](unsigned count) {
+      return median_seconds(reps, [&] {
+        ctx.enqueue_function<barriers>({.grid_dim = b, .block_dim = size}, out, count);
+        ctx.synchronize();
+      });
+    };
+    const double a1 = at(1), an = at(1 + kBarriers);
+    std::printf("  cooperative: one barrier, per thread, blocks of %4u  %8.2f ns\n", size,
+                (an - a1) * 1e9 * workers / (double(b) * size * kBarriers));
+  }
 
   auto phased = [&](unsigned count) {
     return median_seconds(reps, [&] {

@@ -21,6 +21,8 @@
 namespace devctx {
 
 class DeviceContext;
+class Module;          // devctx/module.hpp
+class DeviceFunction;  // devctx/module.hpp
 namespace detail {
 class ContextImpl;
 [[nodiscard]] Stream context_wrap_native_stream(DeviceContext& context, void* native);
@@ -127,6 +129,17 @@ class DeviceContext : public StreamRef {
   [[nodiscard]] const DeviceInfo& info() const;
   /// True when checking mode is on for this context (ContextOptions::check, DEVCTX_CHECK).
   [[nodiscard]] bool checking() const;
+
+  /// Kernel `name` of `module` compiled for this device (docs/runtime-kernels.md): the source
+  /// through the host compiler into a shared object on the CPU, through nvcc into a cubin on
+  /// CUDA, with the signature read back from the compiled kernel. `name` is a kernel of the
+  /// source, a template one with its arguments ("saxpy<float>"). Blocks while it compiles (or
+  /// loads the result from the on-disk cache: DEVCTX_CACHE_DIR, else $XDG_CACHE_HOME/devctx/kernels,
+  /// else ~/.cache/devctx/kernels; DEVCTX_CACHE=0 turns it off); the result says which. Throws
+  /// CompileError (Errc::compile_failed) with the compiler's log when the source does not
+  /// compile, Error(not_available) when the compiler is missing, Error(invalid_argument) for a
+  /// malformed name. Thread-safe.
+  [[nodiscard]] DeviceFunction compile_function(const Module& module, std::string_view name);
 
   /// A new stream on this device. Work on it may overlap with the default stream's.
   [[nodiscard]] Stream create_stream();

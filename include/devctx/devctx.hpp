@@ -29,6 +29,7 @@
 #include <devctx/interop.hpp>
 #include <devctx/kernel.hpp>
 #include <devctx/launch.hpp>
+#include <devctx/module.hpp>
 #include <devctx/print.hpp>
 #include <devctx/simd.hpp>
 #include <devctx/span.hpp>

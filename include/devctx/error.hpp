@@ -20,6 +20,7 @@ enum class Errc {
   backend_error,      ///< the underlying runtime (e.g. CUDA) reported a failure
   context_lost,       ///< the device context is unusable (e.g. after a CUDA device fault)
   check_failed,       ///< checking mode (DEVCTX_CHECK, docs/checking.md) found a bug in the program
+  compile_failed,     ///< a kernel given as source at run time did not compile (devctx::CompileError)
 };
 
 /// Human-readable name of an error code ("size_mismatch", ...).

@@ -25,6 +25,8 @@
 
 namespace devctx {
 
+class DeviceFunction;  // devctx/module.hpp
+
 /// A non-owning reference to a stream: all the enqueue verbs. DeviceContext (its default
 /// stream) and Stream are StreamRefs. Valid while the stream it refers to lives.
 class StreamRef {
@@ -111,6 +113,14 @@ class StreamRef {
     detail::launch_kernel<Kernel>(queue(), config, std::forward<Args>(args)...);
   }
 
+  /// Launches a kernel compiled at run time (DeviceContext::compile_function; defined in
+  /// devctx/module.hpp, docs/runtime-kernels.md) on this stream. Each argument is checked against
+  /// the kernel's compiled signature first: element type, const-ness, device and scalar range;
+  /// a mismatch throws devctx::Error (invalid_argument, or wrong_device) naming the parameter and
+  /// enqueues nothing. Then as the launch above.
+  template <class... Args>
+  void enqueue_function(const DeviceFunction& function, const LaunchConfig& config, Args&&... args);
+
   /// Blocks until all work enqueued on this stream has finished; throws devctx::Error for the
   /// first failure among it (then forgets it: the stream stays usable).
   void synchronize() { detail::queue_synchronize(queue()); }
@@ -187,3 +197,6 @@ class Stream : public StreamRef {
 
 // The buffers' own verbs (declared in buffer.hpp) need StreamRef complete: defined here.
 #include <devctx/detail/host/buffer_verbs.hpp>
+
+// StreamRef::enqueue_function(const DeviceFunction&, ...) and the types it takes.
+#include <devctx/module.hpp>

@@ -65,6 +65,9 @@ struct Operation {
   std::uint64_t bytes = 0;          ///< bytes copied, filled, allocated or freed
   Dim3 grid_dim{0, 0, 0}, block_dim{0, 0, 0};  ///< kernels only
   std::uint64_t shared_bytes = 0;   ///< kernels only
+  /// Kernels on the CPU backend, once they ran: how ("translated: ...", "plain loop: ...",
+  /// "cooperative fibers ...; fibers: <why not translated>"), as DEVCTX_TRACE=1 prints it.
+  std::string execution;
   double host_begin_us = 0, host_end_us = 0;   ///< the enqueue call on the host (for synchronize: the wait)
   std::optional<double> device_begin_us, device_end_us;  ///< when the device ran it
 };

@@ -76,8 +76,11 @@ class DevctxConan(ConanFile):
         self.cpp_info.builddirs = ["."]
         self.cpp_info.libs = ["devctx"]
         self.cpp_info.system_libs = ["pthread"]
+        if not self.options.shared:
+            # libcrypto (SHA-256 of runtime-compiled kernels' cache) and dlopen (their shared objects).
+            self.cpp_info.system_libs += ["crypto", "dl"]
         if self.options.cuda and not self.options.shared:
-            self.cpp_info.system_libs += ["dl", "rt"]
+            self.cpp_info.system_libs += ["rt"]
         # For generators other than CMake's (PkgConfigDeps, ...), as devctx's own devctx.pc: kernel
         # frames larger than a CPU fiber stack's guard fault in the guard (the stack-overflow report).
         if str(self.settings.compiler) in ("gcc", "clang"):

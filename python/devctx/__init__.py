@@ -17,15 +17,26 @@ OverflowError) when the number does not fit its C or element type. A failed call
 """
 from __future__ import annotations
 
+import os as _os
 from typing import Any, Optional
+
+# Kernels compiled at run time (Context.compile_function) include the devctx headers this package
+# ships (devctx/include); DEVCTX_INCLUDE_DIR, when set, names others.
+_include = _os.path.join(_os.path.dirname(__file__), "include")
+if "DEVCTX_INCLUDE_DIR" not in _os.environ and _os.path.isdir(_include):
+    _os.environ["DEVCTX_INCLUDE_DIR"] = _include
 
 from ._devctx import (
     ArgumentError,
     ArgumentOverflowError,
+    CompileError,
     Context,
     DeviceArray,
     Error,
+    Function,
     HostArray,
+    Launch,
+    Module,
     _from_capsule,
     count,
     softmax,
@@ -35,10 +46,14 @@ from ._devctx import (
 __all__ = [
     "ArgumentError",
     "ArgumentOverflowError",
+    "CompileError",
     "Context",
     "DeviceArray",
     "Error",
+    "Function",
     "HostArray",
+    "Launch",
+    "Module",
     "count",
     "from_dlpack",
     "softmax",

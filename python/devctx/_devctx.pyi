@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Type stubs of devctx's extension module (python/src/module.cpp)."""
+"""Type stubs of devctx's extension module (python/src/module.cpp, python/src/runtime_kernels.cpp)."""
 from typing import Any, Optional, Sequence, SupportsFloat, Union
 
 Shape = Union[int, Sequence[int]]
@@ -21,6 +21,53 @@ class ArgumentOverflowError(ArgumentError, OverflowError):
     """A number that does not fit the C type or element type it is for: fill(int8_array, 300),
     fill(uint64_array, -1), a dimension of 2**63 or more, a stream handle past 64 bits."""
 
+class CompileError(Error):
+    """A kernel source that did not compile (Context.compile_function); code is 'compile_failed'.
+    str(e) shows the first errors with the lines of the Module's source, numbered as in it."""
+
+    log: str
+    """The compiler's whole log."""
+
+class Module:
+    """A kernel source given at run time (devctx::Module); nothing compiles until
+    Context.compile_function."""
+
+    def __init__(self, source: str, name: str = "runtime_kernel.cpp", options: Sequence[str] = ...) -> None: ...
+    @staticmethod
+    def from_file(path: str, options: Sequence[str] = ...) -> Module: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def options(self) -> list[str]: ...
+
+class Function:
+    """A kernel compiled at run time for one device (Context.compile_function)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def signature(self) -> str:
+        """'(float, devctx::span<const float>, devctx::span<float>)'."""
+    @property
+    def params(self) -> list[dict[str, Any]]:
+        """One dict per parameter: kind ('scalar', 'span', 'pointer'), dtype, readonly, cpp_type."""
+    @property
+    def load_kind(self) -> str:
+        """'compiled' or 'cached'."""
+    @property
+    def load_ms(self) -> float: ...
+
+class Launch:
+    """A launch whose arguments were converted and checked once (Context.bind_function)."""
+
+    def __call__(self) -> None: ...
+    @property
+    def function(self) -> Function: ...
+
+Dim = Union[int, Sequence[int]]
+
 class Context:
     """A device and its default stream (devctx::DeviceContext)."""
 
@@ -40,6 +87,13 @@ class Context:
     def fill(self, dst: Union[DeviceArray, HostArray], value: Union[bool, int, SupportsFloat]) -> None:
         """bool arrays take True/False (or 0, 1); integer arrays integers within the dtype's range
         (never a float or str: TypeError); float arrays real numbers (finite ones within range)."""
+    def compile_function(self, module: Module, name: str) -> Function: ...
+    def enqueue_function(
+        self, function: Function, *args: Any, grid_dim: Dim, block_dim: Dim, shared_bytes: int = 0, stream: None = None
+    ) -> None: ...
+    def bind_function(
+        self, function: Function, *args: Any, grid_dim: Dim, block_dim: Dim, shared_bytes: int = 0, stream: None = None
+    ) -> Launch: ...
 
 class _Array:
     @property

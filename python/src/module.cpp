@@ -27,6 +27,7 @@
 #include <devctx/interop.hpp>
 
 #include "kernels.hpp"
+#include "runtime_kernels.hpp"
 
 namespace nb = nanobind;
 
@@ -862,4 +863,11 @@ NB_MODULE(_devctx, m) {
         "shape the GPU uses on the CPU backend too.");
   m.def("_from_capsule", &from_capsule, nb::arg("ctx").none(), nb::arg("capsule").none(),
         "A DeviceArray over a DLPack capsule's tensor (consumes the capsule).");
+  bind_runtime_kernels(m, {[](nb::handle h) { return nb::isinstance<Context>(h) ? nb::cast<const Context&>(h).ctx : nullptr; },
+                          [](nb::handle h, RuntimeArray& out) {
+                            if (!nb::isinstance<DeviceArray>(h)) return false;
+                            const auto& a = nb::cast<const DeviceArray&>(h);
+                            out = {a.ctx, a.buffer, a.count, int(a.dtype), a.readonly};
+                            return true;
+                          }});
 }

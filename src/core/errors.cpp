@@ -22,6 +22,7 @@ const char* to_string(Errc code) noexcept {
     case Errc::backend_error: return "backend_error";
     case Errc::context_lost: return "context_lost";
     case Errc::check_failed: return "check_failed";
+    case Errc::compile_failed: return "compile_failed";
   }
   return "unknown";
 }

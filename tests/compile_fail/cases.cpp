@@ -65,6 +65,9 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_const_pointer>(cfg, nullptr, d);
   auto const_view = devctx::wrap_device_memory(ctx, static_cast<const float*>(d.data()), 8);
   ctx.enqueue_function<takes_const_pointer>(cfg, const_view, d);
+  // Launches of runtime-compiled kernels compile for device memory and scalars (an empty
+  // DeviceFunction throws at run time; this case is only compiled).
+  if (v.empty()) ctx.enqueue_function(devctx::DeviceFunction{}, cfg, d, cd, d.slice(0, 4), cd.slice(0, 4), d.span(), 1, 2.0f);
 #elif defined(CASE_map_const_buffer_mutably)
   const auto& cd = d;
   cd.map_to_host([](std::span<float> s) { s[0] = 1.0f; });
@@ -86,6 +89,10 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<short_add>(cfg, ds);
 #elif defined(CASE_host_buffer_to_kernel)
   ctx.enqueue_function<takes_span>(cfg, h);
+#elif defined(CASE_host_buffer_to_runtime_kernel)
+  ctx.enqueue_function(devctx::DeviceFunction{}, cfg, h);
+#elif defined(CASE_vector_to_runtime_kernel)
+  ctx.enqueue_function(devctx::DeviceFunction{}, cfg, v);
 #elif defined(CASE_host_slice_to_kernel)
   ctx.enqueue_function<takes_span>(cfg, h.slice(0, 8));
 #elif defined(CASE_vector_to_kernel)

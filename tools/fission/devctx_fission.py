@@ -23,7 +23,7 @@ import traceback
 # Devctx functions whose calls are sync points the translator handles or declines.
 BARRIER = "barrier"
 INDEX_FUNCTIONS = {"thread_idx", "global_idx"}
-UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim"}
+UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim", "dynamic_shared"}
 INTEGRAL_KINDS = {"BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG",
                   "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG"}
 ARITHMETIC_KINDS = INTEGRAL_KINDS | {"FLOAT", "DOUBLE"}
@@ -194,6 +194,8 @@ class KernelTranslator:
         self.uniform_locals = {}  # key -> cursor of block-level uniform locals
         self.regions = []
         self.var_count = 0
+        self.early_exit = False  # a thread may return before a later barrier
+        self.shared_vars = set()  # keys of the DEVCTX_SHARED arrays
 
     # ---- helpers ---------------------------------------------------------------------------------
     def key(self, decl):
@@ -298,8 +300,8 @@ class KernelTranslator:
                 kp = kind(d.semantic_parent) if d.semantic_parent is not None else ""
                 if kp in ("NAMESPACE", "TRANSLATION_UNIT", "STRUCT_DECL", "CLASS_DECL") and d.type.is_const_qualified():
                     return None
-                if self.key(d) in self.uniform_locals:
-                    return None
+                if self.key(d) in self.uniform_locals or self.key(d) in self.shared_vars:
+                    return None  # the shared arrays: one per block (captured by reference)
                 if allow_thread and self.key(d) in remat_keys:
                     return None
                 return f"the variable '{d.spelling}'"
@@ -323,12 +325,60 @@ class KernelTranslator:
                     objs = children(callee)
                     if objs and all(self.uniform(x, allow_thread, remat_keys) is None for x in objs + ch[1:]):
                         return None
+            if ref is not None and kind(ref) == "CONSTRUCTOR" and qualified(ref)[:1] == ["devctx"] and \
+                    all(self.uniform(x, allow_thread, remat_keys) is None for x in ch):
+                return None  # a devctx view (LayoutTensor, span) over uniform values
+            if ref is not None and name is None and self.pure_function(ref) and \
+                    all(self.uniform(x, allow_thread, remat_keys) is None for x in ch[1:]):
+                return None  # pow2_ceil(n) of uniform values: uniform
             if allow_thread and name in INDEX_FUNCTIONS:
                 return None
             if name == "thread_idx" or name == "global_idx":
                 return "the thread index"
             return f"a call of {c.spelling}()"
         return f"an expression the translator does not follow ({k.lower()})"
+
+    def pure_function(self, fn, depth=0):
+        """A function of numbers only: its parameters and locals are numbers, it reads nothing else
+        but constants and calls only such functions; so its value depends on its arguments alone."""
+        memo = self.__dict__.setdefault("pure_memo", {})
+        key = fn.get_usr() or fn.spelling
+        if key in memo:
+            return memo[key]
+        memo[key] = False  # recursion guard
+        d = fn.get_definition()
+        ok = d is not None and kind(d) == "FUNCTION_DECL" and depth < 6 and \
+            d.result_type.get_canonical().kind.name in ARITHMETIC_KINDS
+        if ok:
+            for c in d.walk_preorder():
+                k = kind(c)
+                if k == "PARM_DECL" or (k == "VAR_DECL" and c.semantic_parent == d):
+                    if c.type.get_canonical().kind.name not in ARITHMETIC_KINDS or c.storage_class.name == "STATIC":
+                        ok = False
+                elif k == "DECL_REF_EXPR":
+                    r = c.referenced
+                    if r is None:
+                        ok = False
+                    elif kind(r) in ("PARM_DECL", "VAR_DECL") and r.semantic_parent == d:
+                        pass
+                    elif kind(r) == "ENUM_CONSTANT_DECL":
+                        pass
+                    elif kind(r) == "VAR_DECL" and r.type.is_const_qualified() and \
+                            r.type.get_canonical().kind.name in ARITHMETIC_KINDS:
+                        pass
+                    elif kind(r) == "FUNCTION_DECL":
+                        pass  # the callee of a call, checked below
+                    else:
+                        ok = False
+                elif k == "CALL_EXPR":
+                    r = c.referenced
+                    ok = r is not None and kind(r) == "FUNCTION_DECL" and self.pure_function(r, depth + 1)
+                elif k in ("MEMBER_REF_EXPR", "ASM_STMT", "GCC_ASM_STMT", "LAMBDA_EXPR", "CXX_THROW_EXPR"):
+                    ok = False
+                if not ok:
+                    break
+        memo[key] = ok
+        return ok
 
     def is_thread_x(self, c, thread_x_keys):
         """`c` is devctx::thread_idx().x, or a local initialised with exactly that."""
@@ -379,6 +429,10 @@ class KernelTranslator:
             if text.lstrip().startswith("DEVCTX_SHARED"):
                 if not top:
                     raise Decline("DEVCTX_SHARED declared inside a loop that contains barrier()")
+                for c in cs:
+                    for v in children(c) if kind(c) == "DECL_STMT" else []:
+                        if kind(v) == "VAR_DECL" and not v.spelling.startswith("devctx_shared_site_"):
+                            self.shared_vars.add(self.key(v))
                 nodes.append(("code", text, self.file.line_of(s)))
                 continue
             k = kind(first)
@@ -386,13 +440,19 @@ class KernelTranslator:
             if syncs:
                 what = [d for _, d in syncs if d != "barrier"]
                 if what:
-                    raise Decline(f"it uses {what[0]} (not translated yet)")
+                    w = what[0]
+                    if w.startswith("a call of "):
+                        raise Decline(f"it makes {w}: helpers with barriers or warp operations are not translated "
+                                      f"yet (a barrier written in the kernel itself can be)")
+                    raise Decline(f"it uses {w}: warp operations and block collectives are not translated yet")
                 if k in ("FOR_STMT", "WHILE_STMT"):
                     nodes.append(self.loop(first, s))
                     current = None
                     continue
                 if k == "IF_STMT":
-                    raise Decline(f"barrier() inside an if (line {self.file.line_of(s)}; not translated yet)")
+                    nodes.append(self.uniform_if(first, s))
+                    current = None
+                    continue
                 if k == "DO_STMT":
                     raise Decline(f"barrier() inside a do-while loop (line {self.file.line_of(s)}; not translated yet)")
                 if k == "COMPOUND_STMT":
@@ -430,6 +490,34 @@ class KernelTranslator:
             raise Decline(f"the block-uniform variable '{t.spelling}' gets a value that is not block-uniform "
                           f"(line {self.file.line_of(c.extent.start.offset)})")
         return True
+
+    def uniform_if(self, c, start):
+        """An `if` that contains barrier(): block-level when its condition is block-uniform and
+        its branches are blocks { } (else if chains too)."""
+        line = self.file.line_of(start)
+        ch = children(c)
+        r = self.uniform(ch[0]) if ch else "nothing"
+        if r is not None:
+            raise Decline(f"barrier() inside an if (line {line}) whose condition depends on {r}, which may "
+                          f"differ between threads")
+        if len(ch) not in (2, 3) or kind(ch[1]) != "COMPOUND_STMT":
+            raise Decline(f"barrier() inside an if (line {line}) whose branches are not blocks {{ }} "
+                          f"or that declares a variable in its condition")
+        header = self.file.text(start, ch[1].extent.start.offset).rstrip()
+        then = self.form(ch[1], False)
+        other = None
+        if len(ch) == 3:
+            e = ch[2]
+            if kind(e) == "COMPOUND_STMT":
+                other = self.form(e, False)
+            elif kind(e) == "IF_STMT":
+                other = [self.uniform_if(e, e.extent.start.offset) if self.contains_sync(e) else None]
+                if other[0] is None:
+                    raise Decline(f"an else-if without barrier() after an if with barrier() (line {line}); "
+                                  f"write its branches in blocks {{ }}")
+            else:
+                raise Decline(f"barrier() inside an if (line {line}) whose else branch is not a block {{ }}")
+        return ("if", header, line, then, other)
 
     def loop(self, c, start):
         line = self.file.line_of(start)
@@ -494,18 +582,25 @@ class KernelTranslator:
         headers read: they become block-level variables of the twin."""
         header_refs = set()
         for c in self.body.walk_preorder():
-            if kind(c) in ("FOR_STMT", "WHILE_STMT") and self.contains_sync(c):
+            if kind(c) in ("FOR_STMT", "WHILE_STMT", "IF_STMT") and self.contains_sync(c):
                 ch = children(c)
-                for part in ch[:-1]:
+                for part in (ch[:1] if kind(c) == "IF_STMT" else ch[:-1]):
                     for r in part.walk_preorder():
                         if kind(r) == "DECL_REF_EXPR" and r.referenced is not None:
                             header_refs.add(self.key(r.referenced))
         self.block_decls = set()
-        for c in children(self.body):
-            if kind(c) != "DECL_STMT":
-                continue
+        decls = [c for c in children(self.body) if kind(c) == "DECL_STMT" and len(children(c)) == 1
+                 and kind(children(c)[0]) == "VAR_DECL"]
+        # What the headers read, and what those locals' values read (start, left -> active).
+        for c in reversed(decls):
+            v = children(c)[0]
+            if self.key(v) in header_refs and children(v):
+                for r in children(v)[-1].walk_preorder():
+                    if kind(r) == "DECL_REF_EXPR" and r.referenced is not None:
+                        header_refs.add(self.key(r.referenced))
+        for c in decls:
             vs = children(c)
-            if len(vs) != 1 or kind(vs[0]) != "VAR_DECL" or self.key(vs[0]) not in header_refs:
+            if self.key(vs[0]) not in header_refs:
                 continue
             init = children(vs[0])
             if init and self.uniform(init[-1]) is None:
@@ -530,6 +625,8 @@ class KernelTranslator:
                 raise Decline(f"it uses {k.lower().replace('_stmt', '')} (line {self.file.line_of(c.extent.start.offset)})")
             if k == "LAMBDA_EXPR" and self.contains_sync(c):
                 raise Decline("barrier() inside a lambda")
+            if k == "LAMBDA_EXPR" and any(kind(x) == "RETURN_STMT" for x in c.walk_preorder()):
+                raise Decline(f"a lambda with return inside the kernel (line {self.file.line_of(c.extent.start.offset)})")
             if k == "VAR_DECL" and c.storage_class.name == "STATIC" and not c.spelling.startswith("devctx_shared_site_"):
                 raise Decline(f"the static local '{c.spelling}' (each stretch between barriers would get its own)")
         self.prepare_uniform_locals()
@@ -602,7 +699,8 @@ class KernelTranslator:
                 return None
         tt = strip(t)
         ttype = tt.type.get_canonical().spelling.replace("const ", "") if kind(tt) == "DECL_REF_EXPR" else "unsigned int"
-        ut = self.src(u)
+        # The bound as the comparison converts it (an enumerator, a narrower type).
+        ut = f"static_cast<{u.type.get_canonical().spelling}>({self.src(u)})"
         f = "::devctx::detail::cpu::fission::"
         if op == "<":
             return ("0", f"{f}lt_end<{ttype}>({ut}, devctx_bx)")
@@ -619,6 +717,10 @@ class KernelTranslator:
         for node in nodes:
             if node[0] == "loop":
                 out.append(("loop", node[1], node[2], self.split_nodes(node[3], thread_x)))
+                continue
+            if node[0] == "if":
+                out.append(("if", node[1], node[2], self.split_nodes(node[3], thread_x),
+                            None if node[4] is None else self.split_nodes(node[4], thread_x)))
                 continue
             if node[0] != "region":
                 out.append(node)
@@ -651,6 +753,10 @@ class KernelTranslator:
                 yield node[1], depth
             elif node[0] == "loop":
                 yield from self.all_regions(node[3], depth + 1)
+            elif node[0] == "if":
+                yield from self.all_regions(node[3], depth + 1)
+                if node[4] is not None:
+                    yield from self.all_regions(node[4], depth + 1)
 
     def check_exits(self):
         regions = list(self.all_regions())
@@ -662,8 +768,11 @@ class KernelTranslator:
                         if k == "RETURN_STMT":
                             if depth > 0 or i != len(regions) - 1 or self.nodes[-1][0] != "region" or \
                                     self.nodes[-1][1] is not r:
-                                raise Decline(f"a thread may return (line {self.file.line_of(c.extent.start.offset)}) "
-                                              f"before a later barrier (early exits are not translated yet)")
+                                # A thread that returns before a later barrier: the twin's later
+                                # stretches skip it (the exited mask, as the fibers keep one).
+                                if children(c):
+                                    raise Decline(f"a return with a value (line {self.file.line_of(c.extent.start.offset)})")
+                                self.early_exit = True
                         if k in ("BREAK_STMT", "CONTINUE_STMT") and depth > 0 and not self.nested_loop(c0, c):
                             raise Decline(f"break or continue out of a loop that contains barrier() "
                                           f"(line {self.file.line_of(c.extent.start.offset)})")
@@ -742,6 +851,8 @@ class KernelTranslator:
     def type_text(self, v):
         t = v.cursor.type.get_canonical()
         s = t.spelling
+        if "type-parameter-" in s:  # a template's dependent type: as written
+            s = v.cursor.type.spelling
         for q in ("const ", "volatile "):
             s = s.replace(q, "", 1) if s.startswith(q) else s
         if s.endswith(" const"):
@@ -775,6 +886,25 @@ class KernelTranslator:
             stmts[d.extent.start.offset] = d
         return [stmts[o] for o in sorted(stmts)]
 
+    def body_text(self, start, end):
+        """The kernel's text in [start, end); with early exits, each `return` also marks the thread
+        exited (the twin's later stretches skip it)."""
+        if not self.early_exit:
+            return self.file.text(start, end)
+        out = []
+        pos = start
+        for c in self.body.walk_preorder():
+            if kind(c) != "RETURN_STMT":
+                continue
+            s, e = self.offsets(c)
+            if s < pos or e > end:
+                continue
+            out.append(self.file.text(pos, s))
+            out.append("return (void)(devctx_exited[devctx_rank] = 1)")
+            pos = e
+        out.append(self.file.text(pos, end))
+        return "".join(out)
+
     def emit_region(self, r, indent):
         pad = " " * indent
         own = {k for k, v in self.vars.items() if v.region is r}
@@ -786,13 +916,15 @@ class KernelTranslator:
         loads.sort(key=lambda v: v.cursor.extent.start.offset)
         stores = [v for v in self.live.values() if not v.remat and (v.region is r or v in loads) and not v.const]
         stores += [v for v in self.live.values() if not v.remat and v.region is r and v.const]
-        uses_rank = bool(loads or stores)
+        uses_rank = bool(loads or stores or self.early_exit)
         # Parameters and block-uniform variables by value: a region may not change them.
         caps = sorted({self.vars_name(k) for k in used if self.captured_by_value(k)})
         cap = "&" + "".join(", " + c for c in caps)
         begin, end = r.range if r.range is not None else ("0", "devctx_bx")
         rank = "[[maybe_unused]] std::size_t devctx_rank" if not uses_rank else "std::size_t devctx_rank"
         out = [f"{pad}::devctx::detail::cpu::fission::threads({begin}, {end}, [{cap}]({rank}) {{\n"]
+        if self.early_exit:
+            out.append(f"{pad}  if (devctx_exited[devctx_rank]) return;\n")
         for d in remats:
             out.append(self.line_directive(d.extent.start.offset))
             out.append(f"{pad}  [[maybe_unused]] {self.src(d)}\n")
@@ -805,7 +937,7 @@ class KernelTranslator:
             e = b.extent.end.offset
             if kind(b) != "COMPOUND_STMT":
                 e = self.file.stmt_end(e)
-            out.append(f"{pad}  {self.file.text(b.extent.start.offset, e)}\n")
+            out.append(f"{pad}  {self.body_text(b.extent.start.offset, e)}\n")
         else:
             for cs, s, e in r.items:
                 out.append(self.line_directive(s))
@@ -813,7 +945,7 @@ class KernelTranslator:
                 # barrier): no unused-variable warning.
                 mu = "[[maybe_unused]] " if len(cs) == 1 and kind(cs[0]) == "DECL_STMT" and children(cs[0]) and all(
                     kind(v) == "VAR_DECL" for v in children(cs[0])) else ""
-                out.append(f"{pad}  {mu}{self.file.text(s, e)}\n")
+                out.append(f"{pad}  {mu}{self.body_text(s, e)}\n")
         for v in stores:
             out.append(f"{pad}  {v.array}[devctx_rank] = {v.name};\n")
         out.append(f"{pad}}});\n")
@@ -836,12 +968,55 @@ class KernelTranslator:
             elif node[0] == "code":
                 out.append(f'#line {node[2]} "{self.file.path}"\n')
                 out.append(f"{pad}{node[1].strip()}\n")
+            elif node[0] == "if":
+                out.append(f'#line {node[2]} "{self.file.path}"\n')
+                out.append(f"{pad}{node[1]} {{\n")
+                out.append(self.emit_nodes(node[3], indent + 2))
+                out.append(f"{pad}}}")
+                if node[4] is not None:
+                    out.append(" else {\n")
+                    out.append(self.emit_nodes(node[4], indent + 2))
+                    out.append(f"{pad}}}")
+                out.append("\n")
             else:
                 out.append(f'#line {node[2]} "{self.file.path}"\n')
                 out.append(f"{pad}{node[1]} {{\n")
                 out.append(self.emit_nodes(node[3], indent + 2))
                 out.append(f"{pad}}}\n")
         return "".join(out)
+
+    def template_parts(self):
+        """For a template kernel: (its `template <...>` text, the arguments that name this
+        specialization: `<T, N>`), else ("", "")."""
+        if kind(self.fn) != "FUNCTION_TEMPLATE":
+            return "", ""
+        toks = list(self.fn.get_tokens())
+        if len(toks) < 2 or toks[0].spelling != "template" or toks[1].spelling != "<":
+            raise Decline("a template kernel whose declaration the translator cannot read")
+        depth = 0
+        end = None
+        for t in toks[1:]:
+            if t.spelling in ("<", "(", "["):
+                depth += 1
+            elif t.spelling in (">", ")", "]"):
+                depth -= 1
+            elif t.spelling == ">>":
+                depth -= 2
+            if depth <= 0:
+                end = t.extent.end.offset
+                break
+        if end is None or depth < 0:
+            raise Decline("a template kernel whose template parameters the translator cannot read")
+        names = []
+        for c in self.fn.get_children():
+            if kind(c) in ("TEMPLATE_TYPE_PARAMETER", "TEMPLATE_NON_TYPE_PARAMETER", "TEMPLATE_TEMPLATE_PARAMETER"):
+                if not c.spelling:
+                    raise Decline("a template parameter has no name")
+                names.append(c.spelling)
+        header = self.file.text(self.fn.extent.start.offset, end)
+        if "..." in header:
+            raise Decline("a variadic template kernel (not translated yet)")
+        return header, "<" + ", ".join(names) + ">"
 
     def twin_name(self):
         return f"{self.name}__devctx_twin"
@@ -853,21 +1028,28 @@ class KernelTranslator:
             ptext = ""
         out = ["#if !defined(__CUDA_ARCH__)\n",
                f"// The block-level twin of {self.name} (devctx fission translator; docs/cpu-backend.md).\n",
+               f"{self.template_parts()[0]}\n" if self.template_parts()[0] else "",
                f"static inline void {self.twin_name()}({ptext}) {{\n",
                "  const std::size_t devctx_bx = ::devctx::detail::cpu::tls.block_dim.x;\n"]
         for v in sorted(self.live.values(), key=lambda v: v.cursor.extent.start.offset):
             if not v.remat:
                 out.append(f"  {self.type_text(v)}* const {v.array} = "
                            f"::devctx::detail::cpu::fission::per_thread<{self.type_text(v)}>();\n")
+        if self.early_exit:
+            out.append("  unsigned char* const devctx_exited = "
+                       "::devctx::detail::cpu::fission::per_thread<unsigned char>();\n"
+                       "  for (std::size_t devctx_i = 0, devctx_n = ::devctx::detail::cpu::fission::block_threads(); "
+                       "devctx_i < devctx_n; ++devctx_i) devctx_exited[devctx_i] = 0;\n")
         out.append(self.emit_nodes(self.nodes, 2))
         out.append("}\n#endif\n")
         return "".join(out)
 
     def prologue(self):
         args = ", ".join(p.spelling for p in self.params)
+        targs = self.template_parts()[1]
         return ("\n#if !defined(__CUDA_ARCH__)\n"
-                f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name})) [[unlikely]] {{\n"
-                f"    {self.twin_name()}({args});\n"
+                f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) [[unlikely]] {{\n"
+                f"    {self.twin_name()}{targs}({args});\n"
                 "    return;\n"
                 "  }\n"
                 "#endif\n")
@@ -927,10 +1109,8 @@ def translate(path, flags, resource_dir, out_path):
                 c.get_usr())
     inserts = []  # (offset, text)
     results = []
-    for t in templates:
-        body = [c for c in t.get_children() if kind(c) == "COMPOUND_STMT"]
-        if body and sync.syncs_in(body[0]):
-            results.append(("fibers", t.spelling, "a template kernel (not translated yet)"))
+    # Template kernels get a template twin: each specialization's prologue offers itself.
+    kernels = kernels + [t for t in templates]
     for fn in kernels:
         body = [c for c in fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
         syncs = sync.syncs_in(body)
@@ -962,8 +1142,14 @@ def translate(path, flags, resource_dir, out_path):
             results.append(("translated", fn.spelling, ""))
         except Decline as e:
             results.append(("fibers", fn.spelling, str(e)))
-            if not overloaded:
-                inserts.append((brace, decline_prologue(fn.spelling, str(e)) +
+            targs = ""
+            if kind(fn) == "FUNCTION_TEMPLATE":
+                try:
+                    targs = kt.template_parts()[1]
+                except Decline:
+                    targs = None
+            if not overloaded and targs is not None:
+                inserts.append((brace, decline_prologue(fn.spelling + targs, str(e)) +
                                 f'#line {file.line_of(brace)} "{file.path}"\n'))
     if not inserts:
         return data, results, deps

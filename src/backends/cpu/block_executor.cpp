@@ -6,6 +6,7 @@
 
 #include <cxxabi.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 
@@ -28,6 +29,18 @@ constinit BarrierState no_block{};
 
 constinit thread_local ThreadState tls{.barrier_state = &no_block};
 constinit thread_local FissionSlot fission_slot{};
+
+namespace {
+constinit std::atomic<const char*> fission_off{nullptr};
+}
+
+bool note_fission_off(const char* why) noexcept {
+  const char* none = nullptr;
+  fission_off.compare_exchange_strong(none, why, std::memory_order_relaxed);
+  return true;
+}
+
+const char* fission_off_reason() noexcept { return fission_off.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -147,7 +160,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
   RangeResult result;
   const KernelLaunch& launch = task.launch;
   // A checked block-level kernel runs on a fiber stack too: a fault at a shared array's guard page
-  // then abandons that stack, not the worker's (leave_after_shared_guard_fault).
+  // then abandons that stack, not the worker's (leave_after_guard_fault).
   if ((!launch.block_level || task.checked != nullptr) && !reserve_stacks(task, result)) return result;
   enter_launch(task);
   const Dim3 g = launch.config.grid_dim;
@@ -277,7 +290,7 @@ DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::checked_block_level_entry(void* sel
   fiber_finish(e->stacks_.stack(0), e->scheduler_sp_);
 }
 
-void BlockExecutor::leave_after_shared_guard_fault() noexcept {
+void BlockExecutor::leave_after_guard_fault() noexcept {
 #if defined(__SANITIZE_ADDRESS__)
   __asan_handle_no_return();  // the abandoned frames' redzones
 #endif
@@ -286,8 +299,11 @@ void BlockExecutor::leave_after_shared_guard_fault() noexcept {
   if (!was_failed) {
     failed_ = true;
     try {
-      std::string what = checking_->guard_fault_text(reinterpret_cast<const void*>(guard_fault_))
-                             .value_or("out-of-bounds access past a shared array (devctx checking mode)");
+      const auto* address = reinterpret_cast<const void*>(guard_fault_);
+      std::string what =
+          allocation_fault_.data != nullptr
+              ? checking_->allocation_fault_text(address, allocation_fault_, fault_access_)
+              : checking_->guard_fault_text(address).value_or("out-of-bounds access past a shared array (devctx checking mode)");
       failure_ = {Errc::check_failed, concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_),
                                              ", thread ", to_string(tls.thread_idx), ": ", std::move(what))};
     } catch (...) {

@@ -39,6 +39,7 @@
 
 #include "backends/cpu/arenas.hpp"
 #include "backends/cpu/check/checker.hpp"
+#include "backends/cpu/check/guarded_memory.hpp"
 #include "backends/cpu/fiber.hpp"
 #include "backends/cpu/stack_overflow.hpp"
 #include "backends/cpu/fiber_abi.hpp"
@@ -124,18 +125,31 @@ class BlockExecutor {
   /// The kernel whose range is running (valid while tls.executor is this executor).
   [[nodiscard]] std::string_view kernel_name() const noexcept { return task_->launch.name; }
   [[nodiscard]] std::size_t stack_bytes() const noexcept { return stacks_.stack_bytes(); }
+  /// Whether a checked launch is running (its checker is set).
+  [[nodiscard]] bool checked_launch() const noexcept { return checking_ != nullptr; }
   /// Whether `address` is in the guard page after a DEVCTX_SHARED array of the checked launch
   /// this executor runs, and which array and index it is (docs/checking.md).
   [[nodiscard]] bool shared_guard_hit(std::uintptr_t address, SharedArena::GuardHit& hit) const noexcept {
     return checking_ != nullptr && shared_.guard_hit(address, hit);
   }
   /// The handler found such a fault at `address` and resumes the faulting thread in
-  /// leave_after_shared_guard_fault() (stack_overflow.cpp).
-  void note_shared_guard_fault(std::uintptr_t address) noexcept { guard_fault_ = address; }
+  /// leave_after_guard_fault() (stack_overflow.cpp).
+  void note_shared_guard_fault(std::uintptr_t address) noexcept {
+    guard_fault_ = address;
+    allocation_fault_ = {};
+  }
+  /// The same for a fault at `address` in a guard page of checked device memory (`hit`, from
+  /// check/guarded_memory.hpp), by an access of kind `access`.
+  void note_allocation_guard_fault(std::uintptr_t address, const check::GuardedHit& hit,
+                                   check::Access access) noexcept {
+    guard_fault_ = address;
+    allocation_fault_ = hit;
+    fault_access_ = access;
+  }
   /// Runs on the faulting thread's stack instead of the faulting access: makes the report the
   /// block's failure, abandons the thread's frames (no destructor of theirs runs) and goes on as
   /// after any failure: the block's other threads unwind, the launch fails at synchronize().
-  [[noreturn]] void leave_after_shared_guard_fault() noexcept;
+  [[noreturn]] void leave_after_guard_fault() noexcept;
 
   // Kernel-side entry points (through detail::cpu::barrier() etc.).
 #if DEVCTX_FIBER_FAST_BARRIER
@@ -210,6 +224,8 @@ class BlockExecutor {
   bool warp_synced_ = false;  // a warp operation completed in the current block
   bool reversed_ = false;     // checking mode's second run of a block: fiber j runs thread n - 1 - j
   std::uintptr_t guard_fault_ = 0;  // the address of the last guard-page fault (checking mode)
+  check::GuardedHit allocation_fault_;  // its allocation, when it was one of device memory
+  check::Access fault_access_ = check::Access::unknown;
   /// Fibers from this index on are parked at the end of the previous block (see thread_loop);
   /// those below it have not run yet in this range.
   std::uint32_t parked_from_ = 0;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/check/guarded_memory.hpp"
 #include "backends/cpu/cpu_device.hpp"
 #include "core/errors.hpp"
 #include "core/memory.hpp"
@@ -208,27 +209,29 @@ void* CpuQueue::allocate(std::size_t bytes, MemKind kind) {
     fail(Errc::out_of_memory, allocation_operation(kind), " on ", device().label(), ": cannot allocate ",
          bytes_text(bytes), ": more than the machine's memory and swap together (", bytes_text(backable),
          "), so no single buffer of this size can ever be backed");
-  void* p = std::aligned_alloc(align, rounded);
+  // Checking mode places device memory between guard pages (check/guarded_memory.hpp).
+  const bool guarded = checking() && kind == MemKind::device;
+  void* p = guarded ? check::guarded_allocate(bytes) : std::aligned_alloc(align, rounded);
   if (p == nullptr)
     fail(Errc::out_of_memory, allocation_operation(kind), " on ", device().label(), ": cannot allocate ",
-         bytes_text(bytes), "; ", host_memory_text(bytes));
-  if (checking() && kind == MemKind::device) {
+         bytes_text(bytes), "; ", host_memory_text(bytes), guarded ? check::guarded_failure_note(bytes) : std::string());
+  if (guarded) {
     // Checking mode tells a written element from one only read by its change of value, and
     // reports reads of bytes nothing wrote (docs/checking.md).
     std::memset(p, check::kPoisonByte, bytes);
     try {
       cpu().written().add(p, bytes);
     } catch (...) {
-      std::free(p);
+      check::guarded_free(p);
       throw;
     }
   }
   return p;
 }
 
-void CpuQueue::free(void* data, std::size_t, MemKind) noexcept {
+void CpuQueue::free(void* data, std::size_t, MemKind kind) noexcept {
   try {
-    push(std::make_unique<FreeOp>(data, cpu().written()));
+    push(std::make_unique<FreeOp>(data, cpu().written(), checking() && kind == MemKind::device));
   } catch (...) {
     // Out of memory while queueing the free: leaking is the only safe choice.
   }

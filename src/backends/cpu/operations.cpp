@@ -9,9 +9,13 @@
 #include <cstring>
 #include <new>
 
+#include <devctx/detail/device/fission.hpp>
+
+#include "backends/cpu/check/guarded_memory.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 #include "backends/cpu/settings.hpp"
 #include "core/errors.hpp"
+#include "core/trace/hooks.hpp"
 
 namespace devctx::detail::cpu {
 namespace {
@@ -90,6 +94,7 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
   task_.fission = !checked && fission_enabled();
   trace_ = trace_enabled();
   if (trace_) trace_start_ = Clock::now();
+  note_ = trace::kernel_note();
 }
 
 bool KernelOp::can_run_here() noexcept {
@@ -173,9 +178,20 @@ BlockFailure KernelOp::failure_of_current_exception() const noexcept {
 }
 
 void KernelOp::finish(std::list<QueuedFailure>& failures) noexcept {
-  if (trace_) {
+  if (trace_ || note_) {
     try {
-      print_trace();
+      const std::string path = execution_path();
+      if (trace_) {
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - trace_start_).count();
+        const LaunchConfig& c = task_.launch.config;
+        std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %.3f ms from enqueue\n",
+                     device_label_->c_str(), int(name_.size()), name_.data(), to_string(c.grid_dim).c_str(),
+                     to_string(c.block_dim).c_str(), c.shared_bytes, path.c_str(), ms);
+      }
+      if (note_) {
+        const std::lock_guard lock(note_->mutex);
+        note_->text = path;
+      }
     } catch (...) {
       // The trace is best effort: no memory to format it.
     }
@@ -191,12 +207,13 @@ std::string KernelOp::fission_reason() const {
   if (task_.checked != nullptr) return "a checked launch never runs a translated twin";
   if (!task_.fission) return "DEVCTX_CPU_FISSION=0 turned translated twins off";
   if (const char* declined = declined_.load(std::memory_order_relaxed)) return concat("not translated: ", declined);
+  if (const char* off = fission_off_reason())
+    return concat("not translated: the fission translator did not run on this program's kernel files (", off, ")");
   return "not translated: the kernel's file was not processed by devctx's fission translator (files added with "
          "devctx_add_kernels are, when the translator is on: see the configure step's 'devctx: fission' line)";
 }
 
-void KernelOp::print_trace() const {
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - trace_start_).count();
+std::string KernelOp::execution_path() const {
   const KernelLaunch& launch = task_.launch;
   std::string path;
   if (launch.block_level) path = "block-level: each for_each_thread phase ran as a loop over the block's threads";
@@ -210,9 +227,7 @@ void KernelOp::print_trace() const {
     path = concat("cooperative fibers for ", cooperative_blocks_.load(), " of ", blocks_, " blocks (", why_, ")",
                   plain_blocks_ > 0 ? concat("; plain loop for the other ", plain_blocks_.load()) : std::string(),
                   "; fibers: ", fission_reason());
-  std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %.3f ms from enqueue\n",
-               device_label_->c_str(), int(name_.size()), name_.data(), to_string(launch.config.grid_dim).c_str(),
-               to_string(launch.config.block_dim).c_str(), launch.config.shared_bytes, path.c_str(), ms);
+  return path;
 }
 
 // ---- copies and fills ---------------------------------------------------------------------------
@@ -269,7 +284,8 @@ void MarkerOp::enqueued() noexcept { event->seq = seq; }
 
 void FreeOp::finish(std::list<QueuedFailure>&) noexcept {
   if (!registry.empty()) registry.remove(data);
-  std::free(data);
+  if (guarded) check::guarded_free(data);
+  else std::free(data);
 }
 
 }  // namespace devctx::detail::cpu

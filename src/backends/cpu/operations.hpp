@@ -20,6 +20,10 @@
 #include "backends/cpu/block_executor.hpp"
 #include "backends/cpu/check/init_shadow.hpp"
 
+namespace devctx::detail::trace {
+struct ExecutionNote;  // core/trace/hooks.hpp
+}
+
 namespace devctx::detail::cpu {
 
 using Clock = std::chrono::steady_clock;
@@ -132,7 +136,8 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   void record_failure(BlockFailure&& failure) noexcept;
   /// The exception that stopped a part before its blocks ran (no executor), as a failure.
   [[nodiscard]] BlockFailure failure_of_current_exception() const noexcept;
-  void print_trace() const;
+  /// How the launch ran (the trace line's path and Operation::execution).
+  [[nodiscard]] std::string execution_path() const;
   /// Why the launch's cooperative blocks did not run a translated twin (the trace line).
   [[nodiscard]] std::string fission_reason() const;
 
@@ -159,6 +164,7 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::atomic<std::uint64_t> translated_blocks_{0};  // run by the kernel's translated twin
   std::atomic<const char*> declined_{nullptr};  // why the translator left the kernel on fibers
   bool trace_ = false;  // DEVCTX_TRACE, read at enqueue
+  std::shared_ptr<trace::ExecutionNote> note_;  // the trace record's, while devctx::trace records
   Clock::time_point trace_start_;
   /// Checking mode's part, allocated only when there is one (docs/checking.md): a checked
   /// launch's task (task_.checked points to it), or the writable spans of an unchecked launch
@@ -212,12 +218,14 @@ struct [[gnu::visibility("hidden")]] MarkerOp final : Op {
 };
 
 /// Frees an allocation once everything before it in the queue has finished (and forgets its
-/// record of written bytes, if it had one, before its memory can be reused).
+/// record of written bytes, if it had one, before its memory can be reused). `guarded`: checking
+/// mode's device memory (check/guarded_memory.hpp), unmapped rather than freed.
 struct [[gnu::visibility("hidden")]] FreeOp final : Op {
-  FreeOp(void* p, check::ShadowRegistry& r) : data(p), registry(r) {}
+  FreeOp(void* p, check::ShadowRegistry& r, bool g) : data(p), registry(r), guarded(g) {}
   void finish(std::list<QueuedFailure>& failures) noexcept override;
   void* data;
   check::ShadowRegistry& registry;
+  bool guarded;
 };
 
 /// Runs a host function on a worker, in stream order (the MPI engine's collectives). An Error it

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/stack_overflow.cpp - the SIGSEGV handler that reports fiber stack overflows
-// and (checking mode) indices past DEVCTX_SHARED arrays, and each kernel-running thread's
-// alternate signal stack.
+// and (checking mode) indices past DEVCTX_SHARED arrays and accesses past (or before) checked
+// device memory, and each kernel-running thread's alternate signal stack.
 #include "backends/cpu/stack_overflow.hpp"
 
 #include <signal.h>
@@ -17,6 +17,7 @@
 #include <devctx/detail/base/cpu_state.hpp>
 
 #include "backends/cpu/block_executor.hpp"
+#include "backends/cpu/check/guarded_memory.hpp"
 #include "core/errors.hpp"
 
 namespace devctx::detail::cpu {
@@ -82,52 +83,91 @@ void pass_on(int signal, siginfo_t* info, void* context) noexcept {
   if (info->si_code <= 0) raise(signal);
 }
 
-/// Where the faulting thread goes on instead of retrying the access (see report_shared_guard).
-extern "C" [[noreturn]] void devctx_shared_guard_resume() noexcept { tls.executor->leave_after_shared_guard_fault(); }
+/// Where the faulting thread goes on instead of retrying the access (see report_guard).
+extern "C" [[noreturn]] void devctx_guard_resume() noexcept { tls.executor->leave_after_guard_fault(); }
+
+/// What the faulting access did: x86-64's page-fault error code says (bit 1: a write).
+check::Access access_of([[maybe_unused]] void* context) noexcept {
+#if defined(__x86_64__)
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? check::Access::write : check::Access::read;
+#else
+  return check::Access::unknown;
+#endif
+}
 
 /// Checking mode: an index past the end of a DEVCTX_SHARED array reached the guard page after it
-/// (arenas.hpp). The faulting thread is resumed, on its own stack below the faulting frame (past
-/// the red zone), in devctx_shared_guard_resume, as if that had been called with a null return
-/// address (the unwinder and backtraces stop there); it turns the fault into the launch's report.
-/// Where the context cannot be rewritten, the report is printed and the process ends.
-bool report_shared_guard(BlockExecutor& executor, [[maybe_unused]] const ThreadState& st, std::uintptr_t address,
-                         void* context) noexcept {
+/// (arenas.hpp), or an access through a pointer reached a guard page around checked device memory
+/// (check/guarded_memory.hpp). The faulting thread is resumed, on its own stack below the faulting
+/// frame (past the red zone), in devctx_guard_resume, as if that had been called with a null
+/// return address (the unwinder and backtraces stop there); it turns the fault into the launch's
+/// report. Where the context cannot be rewritten, the report is printed and the process ends.
+bool report_guard(BlockExecutor& executor, [[maybe_unused]] const ThreadState& st, std::uintptr_t address,
+                  void* context) noexcept {
+  if (!executor.checked_launch()) return false;
   SharedArena::GuardHit hit;
-  if (!executor.shared_guard_hit(address, hit)) return false;
-  executor.note_shared_guard_fault(address);
+  check::GuardedHit allocation;
+  if (executor.shared_guard_hit(address, hit)) executor.note_shared_guard_fault(address);
+  else if (check::guarded_hit(address, allocation)) executor.note_allocation_guard_fault(address, allocation, access_of(context));
+  else return false;
 #if defined(__x86_64__)
   auto* uc = static_cast<ucontext_t*>(context);
   std::uintptr_t sp = (std::uintptr_t(uc->uc_mcontext.gregs[REG_RSP]) - 256) & ~std::uintptr_t{15};
   sp -= 8;  // as after a call: (sp + 8) is 16-byte aligned at the function's entry
   *reinterpret_cast<std::uintptr_t*>(sp) = 0;
   uc->uc_mcontext.gregs[REG_RSP] = greg_t(sp);
-  uc->uc_mcontext.gregs[REG_RIP] = greg_t(reinterpret_cast<std::uintptr_t>(&devctx_shared_guard_resume));
+  uc->uc_mcontext.gregs[REG_RIP] = greg_t(reinterpret_cast<std::uintptr_t>(&devctx_guard_resume));
   return true;
 #elif defined(__aarch64__)
   auto* uc = static_cast<ucontext_t*>(context);
   uc->uc_mcontext.sp = (uc->uc_mcontext.sp - 256) & ~std::uint64_t{15};
   uc->uc_mcontext.regs[30] = 0;  // the link register: a null return address
-  uc->uc_mcontext.pc = reinterpret_cast<std::uint64_t>(&devctx_shared_guard_resume);
+  uc->uc_mcontext.pc = reinterpret_cast<std::uint64_t>(&devctx_guard_resume);
   uc->uc_mcontext.pstate &= ~std::uint64_t{3 << 10};  // BTYPE: no branch-target check pending
   return true;
 #else
   (void)context;
   SignalSafeText text;
   text << "devctx: kernel '" << executor.kernel_name() << "' failed in block " << st.block_idx << ", thread "
-       << st.thread_idx << ": out-of-bounds access: index " << std::uint64_t{hit.index} << " of shared array '"
-       << std::string_view(hit.name) << "', which has " << std::uint64_t{hit.count}
-       << " elements (found at the guard page after it; the process ends here) (devctx checking mode)\n";
+       << st.thread_idx << ": out-of-bounds access: ";
+  if (hit.name != nullptr)
+    text << "index " << std::uint64_t{hit.index} << " of shared array '" << std::string_view(hit.name)
+         << "', which has " << std::uint64_t{hit.count} << " elements (found at the guard page after it";
+  else
+    text << (allocation.before ? "before the start" : "past the end") << " of a device buffer of "
+         << std::uint64_t{allocation.bytes} << " bytes (found at the guard page " << (allocation.before ? "before" : "after")
+         << " it";
+  text << "; the process ends here) (devctx checking mode)\n";
   text.write_to_stderr();
   restore_default();  // the access repeats and the default action ends the process
   return true;
 #endif
 }
 
+/// An unchecked launch reached a guard page of checked device memory (a buffer of a checked
+/// context used by an unchecked one): it cannot be resumed safely (an unchecked block-level
+/// kernel runs on the worker's own stack), so the report is printed and the process ends. The
+/// thread is not named: an unchecked plain loop may be vectorised, its thread index not stored.
+bool report_unchecked_guard(BlockExecutor& executor, const ThreadState& st, std::uintptr_t address) noexcept {
+  check::GuardedHit allocation;
+  if (st.mode == Mode::none || !check::guarded_hit(address, allocation)) return false;
+  SignalSafeText text;
+  text << "devctx: kernel '" << executor.kernel_name() << "' (an unchecked launch) accessed memory "
+       << (allocation.before ? "before the start" : "past the end") << " of a device buffer of "
+       << std::uint64_t{allocation.bytes} << " bytes made by a checked context, in block " << st.block_idx
+       << " (found at the guard page " << (allocation.before ? "before" : "after")
+       << " it); the process ends here. Launch the kernel from a checked context for a report that names the "
+          "argument (devctx checking mode)\n";
+  text.write_to_stderr();
+  restore_default();  // the access repeats and the default action ends the process
+  return true;
+}
+
 extern "C" void devctx_on_sigsegv(int signal, siginfo_t* info, void* context) {
   const ThreadState& st = tls;
   BlockExecutor* executor = st.executor;
-  if (executor != nullptr &&
-      report_shared_guard(*executor, st, reinterpret_cast<std::uintptr_t>(info->si_addr), context))
+  const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  if (executor != nullptr && (report_guard(*executor, st, address, context) || report_unchecked_guard(*executor, st, address)))
     return;
   if (executor == nullptr || !executor->in_stack_guard(reinterpret_cast<std::uintptr_t>(info->si_addr))) {
     pass_on(signal, info, context);

@@ -5,8 +5,10 @@
 // than DEVCTX_CPU_STACK_BYTES gives it faults there. The SIGSEGV handler installed here runs on
 // an alternate signal stack (the faulting stack has no room left), recognises a fault in a guard
 // region of the calling thread's executor, prints which kernel, block and thread overflowed and
-// the setting to raise, and ends the process with SIGSEGV's default action. Any other fault goes
-// to the handler that was installed before devctx's.
+// the setting to raise, and ends the process with SIGSEGV's default action. In checked launches
+// it also turns faults at the guard pages of DEVCTX_SHARED arrays (arenas.hpp) and of checked
+// device memory (check/guarded_memory.hpp) into the launch's report. Any other fault goes to the
+// handler that was installed before devctx's.
 #pragma once
 
 #include <cstddef>

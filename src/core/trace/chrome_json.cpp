@@ -161,6 +161,11 @@ void args(std::string& out, const Operation& op) {
     out += ',';
     key(out, "shared_bytes");
     number(out, op.shared_bytes);
+    if (!op.execution.empty()) {
+      out += ',';
+      key(out, "execution");
+      string(out, op.execution);
+    }
   }
   out += '}';
 }

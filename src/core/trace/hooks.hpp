@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +74,16 @@ decltype(auto) traced(QueueImpl& queue, Describe&& describe, Enqueue&& enqueue) 
     return result;
   }
 }
+
+/// How a backend ran a kernel (Operation::execution), written by the backend once the kernel has
+/// finished and read by the recorder once its device times are read.
+struct ExecutionNote {
+  std::mutex mutex;
+  std::string text;
+};
+/// Called by a backend inside a kernel's enqueue: the note of the launch being recorded, or null
+/// while recording is off (or the record could not be kept).
+[[nodiscard]] std::shared_ptr<ExecutionNote> kernel_note() noexcept;
 
 /// Called by a backend inside a copy's enqueue when the copy goes through a staging engine
 /// (pinned chunks) rather than one direct transfer; the copy's record says so.

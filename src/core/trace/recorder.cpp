@@ -46,6 +46,7 @@ struct Entry {
   devctx::trace::Operation op;
   std::size_t track = 0;
   std::shared_ptr<EventImpl> begin, end;  // until the device times are read
+  std::shared_ptr<ExecutionNote> note;     // kernels: how the backend ran it, once it has
 };
 
 namespace {
@@ -120,6 +121,19 @@ State& state() {
 std::atomic<int> next_thread{1};
 constinit thread_local int this_thread = 0;
 constinit thread_local bool staged_note = false;
+/// The note of the kernel whose enqueue this thread is recording (kernel_note), else null.
+constinit thread_local std::shared_ptr<ExecutionNote>* current_note = nullptr;
+
+/// The entry's operation with what its backend noted of how it ran (a kernel, once it ran).
+void take_note(Entry& e) noexcept {
+  if (!e.note) return;
+  try {
+    const std::lock_guard lock(e.note->mutex);
+    if (!e.note->text.empty()) e.op.execution = e.note->text;
+  } catch (...) {
+    // Out of memory: the record goes without it.
+  }
+}
 
 int host_thread() noexcept {
   if (this_thread == 0) this_thread = next_thread.fetch_add(1, std::memory_order_relaxed);
@@ -277,6 +291,7 @@ void drain(State& s, std::unique_lock<std::mutex>& lock, bool all,
         if (s.unresolved > 0) --s.unresolved;
         ++s.without_device_time;
       }
+      take_note(e);
       consume(s, e.op);
       s.entries.pop_front();
     }
@@ -344,6 +359,7 @@ void resolve(State& s, bool wait) noexcept {
       e.op.device_begin_us = j.begin_us;
       e.op.device_end_us = j.end_us;
     }
+    take_note(e);
     dropped.push_back(std::move(e.begin));
     dropped.push_back(std::move(e.end));
     if (s.unresolved > 0) --s.unresolved;
@@ -488,6 +504,10 @@ OpScope::OpScope(QueueImpl& queue, const OpDesc& desc) noexcept {
       }
     }
     staged_note = false;
+    if (desc.kind == Kind::kernel) {
+      p->entry.note = std::make_shared<ExecutionNote>();
+      current_note = &p->entry.note;
+    }
     op.host_begin_us = now_us(s);
     pending_ = p.release();
   } catch (...) {
@@ -495,9 +515,13 @@ OpScope::OpScope(QueueImpl& queue, const OpDesc& desc) noexcept {
   }
 }
 
-OpScope::~OpScope() { delete pending_; }
+OpScope::~OpScope() {
+  current_note = nullptr;
+  delete pending_;
+}
 
 void OpScope::done() noexcept {
+  current_note = nullptr;
   if (pending_ == nullptr) return;
   State& s = state();
   Entry& e = pending_->entry;
@@ -535,6 +559,10 @@ void OpScope::done() noexcept {
     // Keeps the number of events held bounded on long runs.
     if (resolve_now) resolve(s, false);
   }
+}
+
+std::shared_ptr<ExecutionNote> kernel_note() noexcept {
+  return current_note != nullptr ? *current_note : nullptr;
 }
 
 void note_staged_copy() noexcept {
@@ -649,7 +677,10 @@ std::vector<Operation> operations() {
   std::vector<Operation> ops;
   const std::lock_guard lock(s.mutex);
   ops.reserve(s.entries.size());
-  for (const auto& e : s.entries) ops.push_back(e.op);
+  for (auto& e : s.entries) {
+    detail::trace::take_note(e);
+    ops.push_back(e.op);
+  }
   return ops;
 }
 

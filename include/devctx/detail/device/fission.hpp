@@ -57,6 +57,18 @@ inline void decline_fission_offer(F* self, const char* reason) noexcept {
   fission_slot.declined = reason;
 }
 
+/// Why the fission translator did not process kernel files of this program, as its build
+/// said (DEVCTX_FISSION_OFF_REASON, which devctx_add_kernels defines for a kernel file when the
+/// translator is off); the trace names it for kernels left on fibers. Returns true.
+bool note_fission_off(const char* why) noexcept;
+/// The first reason noted, else null.
+[[nodiscard]] const char* fission_off_reason() noexcept;
+
+#if defined(DEVCTX_FISSION_OFF_REASON) && !defined(__CUDA_ARCH__)
+/// Once per program that compiles a kernel file the translator did not process.
+inline const bool fission_off_noted = note_fission_off(DEVCTX_FISSION_OFF_REASON);
+#endif
+
 namespace fission {
 
 /// Runs `f(rank)` for every thread of the block whose x lies in [x_begin, x_end) (clamped to

@@ -8,6 +8,7 @@
 #error "<devctx/detail/host/launch_kernel.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
 #endif
 
+#include <atomic>
 #include <cstddef>
 #include <string_view>
 #include <type_traits>
@@ -144,6 +145,9 @@ __attribute__((flatten)) void cpu_run_block(const void* packed) {
       // Storing x again after the call lets the compiler keep it in a register and vectorise.
       for (unsigned x = x_begin; x < tls.x_end; ++x) {
         tls.thread_idx.x = x;
+        // Checked: the index is stored before any of the thread's accesses, since the SIGSEGV
+        // handler reads it for a guard-page fault's report (docs/checking.md).
+        if constexpr (Checked) std::atomic_signal_fence(std::memory_order_seq_cst);
         call_kernel<K>(pack, std::index_sequence_for<P...>{});
         if constexpr (Checked) cpu::checked_thread_end();
         tls.thread_idx.x = x;

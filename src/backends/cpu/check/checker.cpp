@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include <devctx/detail/base/checked_size.hpp>
 #include <devctx/detail/base/cpu_state.hpp>
@@ -40,6 +41,7 @@ BarrierSite site_of(const SourceSite& site) noexcept {
 void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,
                            std::size_t dynamic_shared_bytes, const ShadowRegistry* registry) {
   registry_ = registry;
+  arguments_ = arguments;
   kernel_ = kernel;
   grid_ = grid;
   block_ = block;
@@ -150,6 +152,53 @@ std::optional<std::string> Checker::guard_fault_text(const void* address) const 
                   " elements (found at the guard page after it)", kSuffix);
   }
   return std::nullopt;
+}
+
+std::string Checker::allocation_fault_text(const void* address, const GuardedHit& hit, Access access) const {
+  const auto* p = static_cast<const std::byte*>(address);
+  const std::byte *begin = hit.data, *end = hit.data + hit.bytes;
+  const char* what = access == Access::read ? "a read" : access == Access::write ? "a write" : "an access";
+  const char* side = hit.before ? "before its start (found at the guard page before it)"
+                                : "past its end (found at the guard page after it)";
+  // The arguments whose pointer points into the allocation, pointer parameters first (a span's
+  // own accesses are checked before they happen; its data() used as a pointer lands here too).
+  std::vector<const SpanArgument*> into;
+  for (int pointers = 1; pointers >= 0; --pointers)
+    for (const SpanArgument& a : arguments_) {
+      const auto* d = static_cast<const std::byte*>(a.data);
+      if (d >= begin && d <= end && (!a.type.empty() && a.type.back() == '*') == (pointers == 1)) into.push_back(&a);
+    }
+  if (into.empty()) {
+    const std::string where =
+        hit.before ? concat(begin - p, hit.before && begin - p == 1 ? " byte" : " bytes", " before the start")
+                   : concat("at byte ", p - begin);
+    return concat("out-of-bounds access: ", what, ' ', where, " of a device buffer of ", hit.bytes, " bytes at ",
+                  static_cast<const void*>(begin), ", ", side,
+                  "; no argument of the kernel points into this buffer", kSuffix);
+  }
+  const SpanArgument& a = *into.front();
+  const auto* data = static_cast<const std::byte*>(a.data);
+  const auto unit = std::ptrdiff_t(std::max<std::size_t>(1, a.element_bytes));
+  const std::ptrdiff_t diff = p - data;
+  const std::ptrdiff_t index = diff >= 0 ? diff / unit : -((-diff + unit - 1) / unit);
+  const auto offset = std::size_t(data - begin);
+  const bool whole = hit.bytes % std::size_t(unit) == 0 && offset % std::size_t(unit) == 0;
+  const std::size_t elements = hit.bytes / std::size_t(unit);
+  const std::string buffer = whole ? concat("a device buffer of ", elements, elements == 1 ? " element (" : " elements (",
+                                            hit.bytes, hit.bytes == 1 ? " byte)" : " bytes)")
+                                   : concat("a device buffer of ", hit.bytes, " bytes");
+  std::string text = concat("out-of-bounds access: ", what, " at index ", index, " of argument ", a.argument, " (",
+                            a.type, "), which points to ");
+  if (offset == 0) text += concat("the start of ", buffer);
+  else text += concat(whole ? "element " : "byte ", whole ? offset / std::size_t(unit) : offset, " of ", buffer);
+  if (offset + a.count * std::size_t(unit) != hit.bytes)
+    text += concat(" (the argument passed ", a.count, a.count == 1 ? " element" : " elements", " from there)");
+  text += concat(": ", side);
+  for (std::size_t i = 1; i < into.size(); ++i)
+    text += concat(i == 1 ? "; " : ", ", "argument ", into[i]->argument, " (", into[i]->type, ')',
+                   i + 1 == into.size() ? (i == 1 ? " points into the same buffer" : " point into the same buffer") : "");
+  if (!hit.before) text += "; guard the access with `if (i < n)`";
+  return text + std::string(kSuffix);
 }
 
 void Checker::atomic(std::uint32_t rank, const void* address, std::size_t bytes) {

@@ -12,7 +12,9 @@
 //   barrier_check.hpp  barrier divergence
 // Out-of-bounds span indices are found here, before the element is touched; out-of-bounds
 // indices into DEVCTX_SHARED arrays by the guard pages of the checked shared-memory layout
-// (arenas.hpp, stack_overflow.cpp), which shared_guard_fault() turns into a report.
+// (arenas.hpp, stack_overflow.cpp), and accesses through raw pointers past the end (or before the
+// start) of checked device memory by the guard pages around it (guarded_memory.hpp); the
+// *_fault_text functions turn such faults into reports.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +31,7 @@
 
 #include "backends/cpu/check/access_log.hpp"
 #include "backends/cpu/check/barrier_check.hpp"
+#include "backends/cpu/check/guarded_memory.hpp"
 #include "backends/cpu/check/init_shadow.hpp"
 #include "backends/cpu/check/order_check.hpp"
 #include "backends/cpu/check/regions.hpp"
@@ -64,7 +67,8 @@ class Checker {
  public:
   // ---- set up by the executor --------------------------------------------------------------
   /// A launch starts. `registry` holds the written-bytes records of the device's checked
-  /// allocations (null: no read is reported as uninitialised).
+  /// allocations (null: no read is reported as uninitialised). `arguments` stays valid for the
+  /// launch (messages about device memory name the arguments that point into it).
   void begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::span<const SpanArgument> arguments,
                     std::size_t dynamic_shared_bytes, const ShadowRegistry* registry);
   /// A DEVCTX_SHARED array of `element_bytes`-byte elements laid out at `offset` in the block's
@@ -103,6 +107,10 @@ class Checker {
   /// The message for an access at `address` in the guard page after a DEVCTX_SHARED array
   /// (or dynamic shared memory), or nullopt when no array ends just before it.
   [[nodiscard]] std::optional<std::string> guard_fault_text(const void* address) const;
+  /// The message for an access of kind `access` at `address`, in a guard page of the checked
+  /// device allocation `hit` (guarded_memory.hpp): the argument whose pointer points into that
+  /// allocation, the index through it, and whether it was past the end or before the start.
+  [[nodiscard]] std::string allocation_fault_text(const void* address, const GuardedHit& hit, Access access) const;
 
   [[nodiscard]] Dim3 block_dim() const noexcept { return block_; }
 
@@ -117,6 +125,7 @@ class Checker {
   [[nodiscard]] std::string interval_text(std::uint32_t interval) const;
 
   const ShadowRegistry* registry_ = nullptr;
+  std::span<const SpanArgument> arguments_;
   std::string_view kernel_;
   Dim3 grid_;
   Dim3 block_;

@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Kernels written by Python users (issue 28, item 4; docs/runtime-kernels.md): the course's
+exercises (python/examples) compiled from source at run time, launched and checked element by
+element against NumPy with fresh random inputs and poisoned (NaN) outputs, on the CPU and, where
+there is one, on a GPU; arguments checked against the compiled signature (a mismatch raises the
+named error and enqueues nothing); compile errors with the user's line numbers; the disk cache."""
+import importlib
+import os
+import sys
+
+import pytest
+
+import devctx
+from conftest import gpu_or_skip
+
+np = pytest.importorskip("numpy")
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+vector_add = importlib.import_module("vector_add")
+map2d = importlib.import_module("map2d")
+reduction = importlib.import_module("reduction")
+matmul = importlib.import_module("matmul")
+softmax = importlib.import_module("softmax")
+
+SAXPY = r"""
+#include <devctx/kernel.hpp>
+
+template <class T>
+DEVCTX_KERNEL void saxpy(T a, devctx::span<const T> x, devctx::span<T> y) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < y.size()) y[i] = a * x[i] + y[i];
+}
+
+DEVCTX_KERNEL void scale_i8(devctx::span<std::int8_t> y, std::int8_t k, std::uint16_t u, bool twice) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < y.size()) y[i] = std::int8_t(y[i] * k * (twice ? 2 : 1) + (u & 1));
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    """Each test compiles into its own temporary cache."""
+    monkeypatch.setenv("DEVCTX_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def contexts():
+    return ["cpu", "cuda"]
+
+
+def context_for(device):
+    if device == "cuda":
+        gpu_or_skip()
+    return devctx.Context(device)
+
+
+# ---- the course's exercises ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", contexts())
+def test_vector_add(device, rng):
+    ctx = context_for(device)
+    for n in (1, 255, 256, 10_007):
+        a, b = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+        assert np.array_equal(vector_add.run(ctx, a, b), a + b)
+
+
+@pytest.mark.parametrize("device", contexts())
+def test_map2d(device, rng):
+    ctx = context_for(device)
+    for shape in ((1, 1), (7, 300), (129, 17)):
+        x = rng.standard_normal(shape, dtype=np.float32)
+        scale = float(rng.uniform(-3, 3))
+        assert np.array_equal(map2d.run(ctx, x, scale), map2d.reference(x, scale))
+
+
+@pytest.mark.parametrize("device", contexts())
+def test_shared_memory_reduction(device, rng):
+    ctx = context_for(device)
+    for n in (1, 256, 257, 100_000):
+        x = rng.standard_normal(n)
+        partial = reduction.run(ctx, x)
+        blocks = (n + 255) // 256
+        padded = np.concatenate([x, np.zeros(blocks * 256 - n)]).reshape(blocks, 256)
+        np.testing.assert_allclose(partial, padded.sum(axis=1), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", contexts())
+def test_tiled_matmul(device, rng):
+    ctx = context_for(device)
+    for m, k, n in ((1, 1, 1), (16, 16, 16), (33, 47, 20)):
+        a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+        np.testing.assert_allclose(matmul.run(ctx, a, b), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", contexts())
+def test_softmax(device, rng):
+    ctx = context_for(device)
+    for shape in ((1, 1), (5, 255), (9, 1000)):
+        x = rng.standard_normal(shape, dtype=np.float32) * 5
+        np.testing.assert_allclose(softmax.run(ctx, x), softmax.reference(x), rtol=1e-5, atol=1e-6)
+
+
+# ---- the function object and the cache ------------------------------------------------------------
+
+
+def test_function_reports_signature_and_cache(ctx, cache_dir):
+    module = devctx.Module(SAXPY, name="saxpy.cpp", options=["-DUNUSED=1"])
+    assert module.name == "saxpy.cpp" and module.options == ["-DUNUSED=1"] and module.source == SAXPY
+    fn = ctx.compile_function(module, "saxpy<float>")
+    assert fn.name == "saxpy<float>"
+    assert fn.signature == "(float, devctx::span<const float>, devctx::span<float>)"
+    assert [(p["kind"], p["dtype"], p["readonly"]) for p in fn.params] == [
+        ("scalar", "float32", False), ("span", "float32", True), ("span", "float32", False)]
+    assert fn.load_kind == "compiled" and fn.load_ms > 0
+    again = ctx.compile_function(module, "saxpy<float>")
+    assert again.load_kind == "cached"
+    assert any(cache_dir.iterdir())
+
+
+def test_scalars_are_converted_to_the_declared_types(ctx, rng):
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<double>")
+    x, y = rng.standard_normal(1000), rng.standard_normal(1000)
+    d_x, d_y = devctx.to_device(ctx, x), devctx.to_device(ctx, y)
+    ctx.enqueue_function(fn, 3, d_x, d_y, grid_dim=4, block_dim=256)  # an int for a double
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), 3.0 * x + y)
+    ints = ctx.compile_function(devctx.Module(SAXPY), "scale_i8")
+    v = rng.integers(-10, 10, size=300).astype(np.int8)
+    d_v = devctx.to_device(ctx, v)
+    ctx.enqueue_function(ints, d_v, np.int8(-3), 65535, True, grid_dim=2, block_dim=256)
+    np.testing.assert_array_equal(devctx.to_numpy(d_v), (v.astype(np.int64) * -6 + 1).astype(np.int8))
+
+
+def test_dlpack_arguments(ctx, rng):
+    """A NumPy array is viewed in place (devctx.from_dlpack) on the CPU backend."""
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    x, y = rng.standard_normal(777, dtype=np.float32), rng.standard_normal(777, dtype=np.float32)
+    expected = np.float32(2) * x + y
+    ctx.enqueue_function(fn, 2.0, x, y, grid_dim=4, block_dim=256)
+    ctx.synchronize()
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_bound_launch_repeats(ctx, rng):
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    x, y = rng.standard_normal(500, dtype=np.float32), rng.standard_normal(500, dtype=np.float32)
+    d_x, d_y = devctx.to_device(ctx, x), devctx.to_device(ctx, y)
+    launch = ctx.bind_function(fn, 0.5, d_x, d_y, grid_dim=2, block_dim=256)
+    expected = y.copy()
+    for _ in range(5):
+        launch()
+        expected = np.float32(0.5) * x + expected
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), expected)
+
+
+# ---- signature mismatches: the named error, nothing enqueued -------------------------------------
+
+
+@pytest.fixture
+def saxpy_setup(ctx, rng):
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    x = rng.standard_normal(300, dtype=np.float32)
+    y = rng.standard_normal(300, dtype=np.float32)
+    return fn, devctx.to_device(ctx, x), devctx.to_device(ctx, y), y
+
+
+def unchanged(ctx, d_y, y):
+    ctx.synchronize()
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), y)
+
+
+def test_wrong_dtype_is_refused(ctx, saxpy_setup):
+    fn, d_x, d_y, y = saxpy_setup
+    d_x64 = devctx.to_device(ctx, np.ones(300))
+    with pytest.raises(devctx.Error, match="float") as info:
+        ctx.enqueue_function(fn, 1.0, d_x64, d_y, grid_dim=2, block_dim=256)
+    assert "double" in str(info.value)
+    unchanged(ctx, d_y, y)
+
+
+def test_read_only_array_for_a_writable_span_is_refused(ctx, saxpy_setup):
+    fn, d_x, d_y, y = saxpy_setup
+    frozen = np.array(y)
+    frozen.flags.writeable = False
+    ro = devctx.from_dlpack(frozen, ctx)
+    assert ro.readonly
+    with pytest.raises(devctx.Error, match="const|read"):
+        ctx.enqueue_function(fn, 1.0, d_x, ro, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_y, y)
+
+
+@pytest.mark.parametrize("bad, error", [
+    (1e39, devctx.ArgumentOverflowError),   # past float's range
+    ("2", TypeError),
+    (None, TypeError),
+])
+def test_bad_scalar_is_refused(ctx, saxpy_setup, bad, error):
+    fn, d_x, d_y, y = saxpy_setup
+    with pytest.raises(error, match="argument 0"):
+        ctx.enqueue_function(fn, bad, d_x, d_y, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_y, y)
+
+
+@pytest.mark.parametrize("args, error", [
+    ((300, 1, True), devctx.ArgumentOverflowError),     # int8
+    ((-129, 1, True), devctx.ArgumentOverflowError),
+    ((1, 65536, True), devctx.ArgumentOverflowError),   # uint16
+    ((1, -1, True), devctx.ArgumentOverflowError),
+    ((1, 2**64, True), devctx.ArgumentOverflowError),
+    ((1.0, 1, True), TypeError),                        # a float for an int
+    ((1, 1, 1), TypeError),                             # an int for a bool
+])
+def test_integer_and_bool_scalars_are_range_checked(ctx, rng, args, error):
+    fn = ctx.compile_function(devctx.Module(SAXPY), "scale_i8")
+    v = rng.integers(-10, 10, size=300).astype(np.int8)
+    d_v = devctx.to_device(ctx, v)
+    with pytest.raises(error):
+        ctx.enqueue_function(fn, d_v, *args, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_v, v)
+    assert issubclass(devctx.ArgumentOverflowError, OverflowError)
+
+
+def test_wrong_argument_count_and_kinds(ctx, saxpy_setup):
+    fn, d_x, d_y, y = saxpy_setup
+    with pytest.raises(devctx.ArgumentError, match="takes 3 arguments"):
+        ctx.enqueue_function(fn, 1.0, d_x, grid_dim=2, block_dim=256)
+    with pytest.raises(TypeError, match="argument 1"):
+        ctx.enqueue_function(fn, 1.0, [1.0, 2.0], d_y, grid_dim=2, block_dim=256)
+    with pytest.raises(devctx.ArgumentOverflowError, match="grid_dim"):
+        ctx.enqueue_function(fn, 1.0, d_x, d_y, grid_dim=2**32, block_dim=256)
+    unchanged(ctx, d_y, y)
+
+
+# ---- compile errors -------------------------------------------------------------------------------
+
+
+def test_syntax_error_reports_the_users_line(ctx):
+    source = "#include <devctx/kernel.hpp>\n\nDEVCTX_KERNEL void broken(devctx::span<float> y) {\n  y[0] = 1.0f +;\n}\n"
+    with pytest.raises(devctx.CompileError) as info:
+        ctx.compile_function(devctx.Module(source, name="broken.cpp"), "broken")
+    e = info.value
+    assert isinstance(e, devctx.Error) and e.code == "compile_failed"
+    assert "broken.cpp:4" in str(e)
+    assert "y[0] = 1.0f +;" in str(e)
+    assert "broken.cpp:4" in e.log
+    ctx.synchronize()  # the context stays usable
+
+
+def test_unknown_kernel_name_is_a_compile_error(ctx):
+    with pytest.raises(devctx.CompileError, match="nosuch"):
+        ctx.compile_function(devctx.Module(SAXPY), "nosuch<float>")
+
+
+def test_module_argument_checks():
+    with pytest.raises(devctx.Error):
+        devctx.Module("")
+    with pytest.raises(devctx.Error):
+        devctx.Module("int x;", name="bad name!")
+
+
+def test_the_package_ships_the_headers_kernels_include():
+    """The installed package carries the devctx headers (devctx/include) and points devctx at them."""
+    shipped = os.path.join(os.path.dirname(devctx.__file__), "include")
+    assert os.path.isfile(os.path.join(shipped, "devctx", "kernel.hpp"))
+    assert os.path.isfile(os.path.join(shipped, "devctx", "detail", "runtime", "entry.hpp"))
+    assert os.path.samefile(os.environ["DEVCTX_INCLUDE_DIR"], shipped)  # set by the package (the tests do not set it)
+
+
+def test_bound_launch_keeps_its_arrays_alive(ctx, rng):
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    x, y = rng.standard_normal(300, dtype=np.float32), rng.standard_normal(300, dtype=np.float32)
+    d_y = devctx.to_device(ctx, y)
+    launch = ctx.bind_function(fn, 2.0, devctx.to_device(ctx, x), d_y, grid_dim=2, block_dim=256)
+    import gc
+    gc.collect()  # the x array has no other reference: the launch holds it
+    launch()
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), np.float32(2) * x + y)
+    assert launch.function.name == "saxpy<float>"
+
+
+def test_readme_snippet(ctx):
+    a = devctx.to_device(ctx, np.arange(8, dtype=np.float32))
+    out = ctx.empty(8)
+    ctx.fill(out, float("nan"))
+    add = ctx.compile_function(devctx.Module(r"""
+  #include <devctx/kernel.hpp>
+  DEVCTX_KERNEL void add(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> out) {
+    const std::size_t i = devctx::global_idx().x;
+    if (i < out.size()) out[i] = a[i] + b[i];
+  }"""), "add")
+    ctx.enqueue_function(add, a, a, out, grid_dim=1, block_dim=256)
+    np.testing.assert_array_equal(devctx.to_numpy(out), 2 * np.arange(8, dtype=np.float32))
+
+
+# ---- GPU only: foreign arrays and host memory ------------------------------------------------------
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_gpu_dlpack_arguments(library, rng):
+    lib = gpu_or_skip(library)
+    ctx = devctx.Context("cuda")
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    x, y = rng.standard_normal(1000, dtype=np.float32), rng.standard_normal(1000, dtype=np.float32)
+    if library == "torch":
+        gx, gy = lib.from_numpy(x).cuda(), lib.from_numpy(y).cuda()
+    else:
+        gx, gy = lib.asarray(x), lib.asarray(y)
+    ctx.enqueue_function(fn, 2.0, gx, gy, grid_dim=4, block_dim=256)
+    ctx.synchronize()
+    got = gy.cpu().numpy() if library == "torch" else lib.asnumpy(gy)
+    np.testing.assert_array_equal(got, np.float32(2) * x + y)
+
+
+def test_gpu_refuses_host_memory(rng):
+    gpu_or_skip()
+    ctx = devctx.Context("cuda")
+    fn = ctx.compile_function(devctx.Module(SAXPY), "saxpy<float>")
+    y = rng.standard_normal(300, dtype=np.float32)
+    d_y = devctx.to_device(ctx, y)
+    with pytest.raises(devctx.Error):
+        ctx.enqueue_function(fn, 1.0, np.ones(300, np.float32), d_y, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_y, y)
+    cpu = devctx.Context("cpu")
+    with pytest.raises(devctx.Error):  # memory of another device
+        ctx.enqueue_function(fn, 1.0, devctx.to_device(cpu, y), d_y, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_y, y)

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// src/runtime/toolchain.hpp - the compilers behind runtime-compiled kernels: which ones (recorded
+// when devctx was configured), the generated translation unit around the user's source, running
+// a compiler as a child process, and turning its log into a CompileError.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <devctx/module.hpp>
+
+namespace devctx::detail::rt {
+
+enum class Target : unsigned char { cpu, cuda };
+
+/// The devctx include directory kernels compile against: DEVCTX_INCLUDE_DIR, else the source
+/// tree's when devctx runs from its build tree, else the installed one. Throws
+/// Error(not_available) when none holds devctx's headers.
+[[nodiscard]] std::filesystem::path include_directory();
+/// The compiler for `target` (DEVCTX_CXX / DEVCTX_NVCC override the configured ones) and a text
+/// that identifies it for cache keys (path, version recorded at configure time, size and mtime).
+[[nodiscard]] std::string compiler_path(Target target);
+[[nodiscard]] std::string compiler_identity(Target target);
+
+/// Throws Error(invalid_argument) unless `name` looks like a kernel name with template
+/// arguments: letters, digits, _ : < > , space * & ( ) . - + (no ; { } # " ' \ or newline).
+void check_kernel_name(std::string_view name);
+
+/// The translation unit compiled for kernel `name` of `module`: the user's source (numbered from
+/// line 1 as `module.name()`), then the entry devctx needs (devctx/detail/runtime/entry.hpp).
+[[nodiscard]] std::string wrapper_source(const Module& module, std::string_view name, Target target);
+
+/// Whether devctx is part of the main program (a static libdevctx linked into it): its
+/// thread-locals then live in the static TLS block, which kernels' shared objects may reach
+/// with the initial-exec model (a direct offset instead of a __tls_get_addr call per function).
+[[nodiscard]] bool devctx_in_main_program();
+
+/// Compiles `source` into the bytes of a shared object (CPU) or a cubin for `arch` (CUDA, sm_XY)
+/// in a fresh directory under `work_root`, removed afterwards. `initial_exec_tls`: the CPU
+/// shared object reaches devctx's thread-locals with the initial-exec model. Throws
+/// CompileError when the compiler fails, Error(not_available) when it cannot be run.
+[[nodiscard]] std::string compile(Target target, const std::string& source, const Module& module, std::string_view name,
+                                  const std::filesystem::path& work_root, const std::string& arch,
+                                  bool initial_exec_tls);
+
+}  // namespace devctx::detail::rt
