@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // tests/core_rules_test.cpp - the rules src/core keeps for the whole library, checked directly:
 // DEVCTX_* flags and sizes (environment.hpp), overflow-checked size arithmetic
-// (detail/host/checked_size.hpp), the bound on allocations and the pageable-copy rule
+// (detail/base/checked_size.hpp), the bound on allocations and the pageable-copy rule
 // (memory.hpp), and the formatting of byte counts and launches (text.hpp).
 #include <cstddef>
 #include <cstdint>
@@ -12,8 +12,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <devctx/detail/base/checked_size.hpp>
 #include <devctx/devctx.hpp>
-#include <devctx/detail/host/checked_size.hpp>
 
 #include "core/environment.hpp"
 #include "core/memory.hpp"

@@ -193,7 +193,7 @@ TEST_P(Graphs, MisuseThrowsAndLeavesEverythingUsable) {
   ctx().enqueue_memset(sum, 1u);
   EXPECT_TRUE(devctx_test::all_equal(std::vector<std::uint32_t>(n, 1u), download(ctx(), sum)));
 
-  devctx::StreamRef kept(nullptr);
+  devctx::StreamRef kept;
   devctx::Graph g = devctx::Graph::record(ctx(), [&](devctx::StreamRef s) {
     s.enqueue_function<accumulate>(cfg, x, sum);
     kept = s;

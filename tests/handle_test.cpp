@@ -155,7 +155,7 @@ TEST_P(MovedFrom, EachHandleNamesItself) {
   auto t = std::move(s);
   expect_names(error_of([&] { s.enqueue_memset(d, 0.0f); }), "use of a moved-from Stream", "DeviceContext");
   expect_names(error_of([&] { s.synchronize(); }), "use of a moved-from Stream", "DeviceContext");
-  const devctx::StreamRef null_ref(nullptr);
+  const devctx::StreamRef null_ref;
   expect_names(error_of([&] { devctx::StreamRef(null_ref).synchronize(); }), "a StreamRef of no stream", nullptr);
   // Event: default-constructed and moved from.
   devctx::Event empty_event;

@@ -34,11 +34,11 @@
 #include <cstddef>
 #include <new>
 
-#include <devctx/detail/config.hpp>
+#include <devctx/detail/base/config.hpp>
 #include <devctx/launch.hpp>
 
 #if !defined(__CUDA_ARCH__)
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 #endif
 
 namespace devctx {

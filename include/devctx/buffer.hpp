@@ -5,9 +5,13 @@
 // never blocks and never throws: it frees in stream order, after all work already enqueued on
 // every stream that used the buffer, so dropping a buffer right after enqueueing work that uses
 // it is safe. A moved-from buffer is empty; using it throws devctx::Error (invalid_handle).
-// Slices (DeviceSlice, HostSlice) are non-owning views, valid while their buffer lives.
+// Both hold a devctx::Buffer (devctx/untyped_buffer.hpp), the untyped owner of the bytes, and
+// convert to and from it (DeviceBuffer<T>(std::move(bytes)), take_buffer()).
+// Slices (DeviceSlice, HostSlice) are non-owning views, valid while their buffer lives; they are
+// made only from buffers (slice(), as_slice(), or DeviceSlice<T>(bytes) over a Buffer).
 // Each buffer and slice also has Mojo's verbs on its own stream (enqueue_copy_to,
-// enqueue_copy_from, enqueue_fill, map_to_host; see detail::BufferVerbs) and typed views
+// enqueue_copy_from, enqueue_fill, map_to_host; see detail::BufferVerbs, defined in
+// devctx/detail/host/buffer_verbs.hpp, which devctx/stream.hpp includes) and typed views
 // (view_as<U>).
 #pragma once
 
@@ -20,9 +24,10 @@
 #include <type_traits>
 #include <utility>
 
-#include <devctx/detail/host/checked_size.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/checked_size.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/span.hpp>
+#include <devctx/untyped_buffer.hpp>
 
 namespace devctx {
 
@@ -30,23 +35,6 @@ template <class T>
 class DeviceBuffer;
 template <class T>
 class HostBuffer;
-class StreamRef;  // devctx/stream.hpp: the buffer verbs enqueue through it
-
-/// A buffer's memory after DeviceBuffer::release() or HostBuffer::release(): devctx no longer
-/// frees it; its new owner does, by calling `free(owner)` exactly once. That call never blocks
-/// and never throws; it frees the memory as the buffer's destructor would have: in stream order,
-/// after all the work devctx had enqueued on it, on every devctx stream that used it. Work the
-/// new owner enqueued on the memory elsewhere must have finished (or been ordered before a
-/// devctx stream that used it) when it calls `free`. Do not call it from a CUDA stream
-/// callback (it calls the CUDA runtime). The device stays open until `free` is called.
-template <class T>
-struct ReleasedBuffer {
-  T* data = nullptr;
-  std::size_t size = 0;                     ///< elements
-  void* owner = nullptr;                    ///< devctx's record of the memory, for `free`
-  void (*free)(void* owner) noexcept = nullptr;
-};
-
 namespace detail {
 /// What enqueue_copy reads of a HostBuffer or HostSlice: its address without the host-access
 /// check (enqueueing more work on a buffer is not touching it).
@@ -57,13 +45,12 @@ struct HostRaw {
   }
 };
 
-/// The `free` of a ReleasedBuffer: the stream-ordered release of the record.
-inline void free_released(void* owner) noexcept { AllocationReleaser{}(static_cast<Allocation*>(owner)); }
-
+/// A typed buffer's release(): its Buffer's, counted in elements of T.
 template <class T>
-ReleasedBuffer<T> release_buffer(AllocationPtr& allocation, T*& data, std::size_t& size, const char* what) {
-  if (!allocation) throw_invalid_handle(what);
-  ReleasedBuffer<T> out{data, size, allocation.release(), &free_released};
+ReleasedBuffer<T> release_buffer(Buffer& bytes, T*& data, std::size_t& size, const char* what) {
+  if (!bytes) throw_invalid_handle(what);
+  const ReleasedBuffer<std::byte> raw = bytes.release();
+  ReleasedBuffer<T> out{data, size, raw.owner, raw.free};
   data = nullptr;
   size = 0;
   return out;
@@ -86,6 +73,17 @@ To* view_data(const char* what, From* data, std::size_t count) {
   return reinterpret_cast<To*>(data);
 }
 
+/// `bytes` seen as elements of T for `what` (a typed buffer or slice made from a Buffer): checks
+/// that its memory is of the kind wanted (device or host; Error(invalid_argument)), that it is a
+/// whole number of Ts and aligned for T (Error(size_mismatch)); throws Error(invalid_handle) for
+/// an empty Buffer. Returns the element count.
+template <class T>
+std::size_t typed_count(const char* what, const Buffer& bytes, bool device) {
+  if ((bytes.kind() == MemoryKind::device) != device) throw_wrong_memory_kind(what, device);
+  (void)view_data<T>(what, static_cast<std::byte*>(bytes.data()), bytes.size_bytes());
+  return bytes.size_bytes() / sizeof(T);
+}
+
 /// Whether map_to_host(f) gives `f` a read-only view: when `f` takes std::span<const T>. A
 /// generic lambda's parameter type cannot be seen without instantiating its body (which may
 /// write), so it gets the mutable view.
@@ -101,35 +99,26 @@ constexpr bool maps_read_only() {
 }
 
 /// The verbs a buffer or slice enqueues on its own stream: the stream that created the buffer
-/// (Mojo's DeviceBuffer / HostBuffer methods). `Stream` is always StreamRef (devctx/stream.hpp);
-/// a template parameter so that this header need not include stream.hpp, which includes it.
-template <class Self, class Stream = StreamRef>
+/// (Mojo's DeviceBuffer / HostBuffer methods). Declared here, defined in
+/// devctx/detail/host/buffer_verbs.hpp, which devctx/stream.hpp includes once StreamRef is
+/// complete (so this header needs nothing of stream.hpp).
+template <class Self>
 class BufferVerbs {
  public:
   /// Copies this buffer or slice into `dst` on its own stream: `stream.enqueue_copy(dst, *this)`,
   /// with the same rules and errors. Returns at once unless `dst` is ordinary host memory.
   template <class Dst>
-  void enqueue_copy_to(Dst&& dst) const {
-    own_stream().enqueue_copy(std::forward<Dst>(dst), self());
-  }
+  void enqueue_copy_to(Dst&& dst) const;
   /// Copies `src` into this buffer or slice on its own stream: `stream.enqueue_copy(*this, src)`.
   template <class Src>
-  void enqueue_copy_from(Src&& src) {
-    own_stream().enqueue_copy(self(), std::forward<Src>(src));
-  }
+  void enqueue_copy_from(Src&& src);
   template <class Src>
-  void enqueue_copy_from(Src&& src) const {
-    own_stream().enqueue_copy(self(), std::forward<Src>(src));
-  }
+  void enqueue_copy_from(Src&& src) const;
   /// Sets every element to `value` on its own stream: `stream.enqueue_memset(*this, value)`.
   template <class V>
-  void enqueue_fill(const V& value) {
-    own_stream().enqueue_memset(self(), value);
-  }
+  void enqueue_fill(const V& value);
   template <class V>
-  void enqueue_fill(const V& value) const {
-    own_stream().enqueue_memset(self(), value);
-  }
+  void enqueue_fill(const V& value) const;
 
   /// Device buffers and slices only. Calls `f` with a host copy of the contents and returns what
   /// `f` returns. Blocks: on the buffer's own stream it copies the contents down and
@@ -142,50 +131,15 @@ class BufferVerbs {
   /// nothing is copied back. The view is valid only during the call. A const buffer or a slice
   /// of const elements needs an `f` that takes std::span<const T>.
   template <class F>
-  auto map_to_host(F&& f) {
-    return map(self(), std::forward<F>(f));
-  }
+  auto map_to_host(F&& f);
   template <class F>
-  auto map_to_host(F&& f) const {
-    return map(self(), std::forward<F>(f));
-  }
+  auto map_to_host(F&& f) const;
 
  private:
   [[nodiscard]] Self& self() noexcept { return static_cast<Self&>(*this); }
   [[nodiscard]] const Self& self() const noexcept { return static_cast<const Self&>(*this); }
-  /// The stream that created the memory (throws invalid_handle for a moved-from buffer).
-  [[nodiscard]] Stream own_stream() const {
-    return Stream(&allocation_home_queue(*self().as_slice().allocation()));
-  }
-
   template <class S, class F>
-  static auto map(S& buffer, F&& f) {
-    static_assert(requires { buffer.span(); }, "map_to_host: only device buffers and slices are mapped");
-    using Elem = typename decltype(buffer.span())::element_type;
-    using T = std::remove_const_t<Elem>;
-    constexpr bool read_only = maps_read_only<F, T>();
-    static_assert(read_only || !std::is_const_v<Elem>,
-                  "map_to_host: this buffer or slice is read-only (const): f must take std::span<const T>");
-    using View = std::conditional_t<read_only, std::span<const T>, std::span<T>>;
-    static_assert(std::is_invocable_v<F&, View>, "map_to_host: f must be callable with std::span<T> or std::span<const T>");
-    const auto whole = buffer.as_slice();
-    Stream stream(&allocation_home_queue(*whole.allocation()));
-    auto host = stream.template enqueue_create_host_buffer<T>(whole.size());
-    stream.enqueue_copy(host, whole);
-    stream.synchronize();
-    if constexpr (read_only) {
-      return std::forward<F>(f)(std::span<const T>(host.data(), host.size()));
-    } else if constexpr (std::is_void_v<std::invoke_result_t<F&, View>>) {
-      std::forward<F>(f)(std::span<T>(host.data(), host.size()));
-      stream.enqueue_copy(whole, host);
-      stream.synchronize();
-    } else {
-      auto result = std::forward<F>(f)(std::span<T>(host.data(), host.size()));
-      stream.enqueue_copy(whole, host);
-      stream.synchronize();
-      return result;
-    }
-  }
+  static auto map(S& buffer, F&& f);
 };
 }  // namespace detail
 
@@ -194,8 +148,17 @@ class BufferVerbs {
 template <class T>
 class DeviceSlice : public detail::BufferVerbs<DeviceSlice<T>> {
  public:
-  DeviceSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
-      : allocation_(allocation), data_(data), size_(size) {}
+  /// The whole of `bytes` (device memory) as elements of T. Throws devctx::Error
+  /// (invalid_argument) for host memory, (size_mismatch) when the bytes are not a whole number of
+  /// Ts or not aligned for T, (invalid_handle) for an empty Buffer. Valid while the memory lives.
+  explicit DeviceSlice(Buffer& bytes)
+      : DeviceSlice(detail::Access::record(bytes), static_cast<T*>(bytes.data()),
+                    detail::typed_count<T>("DeviceSlice<T>(Buffer&)", bytes, true)) {}
+  /// The same, read-only, from a const Buffer (DeviceSlice<const T> only).
+  explicit DeviceSlice(const Buffer& bytes)
+    requires std::is_const_v<T>
+      : DeviceSlice(detail::Access::record(bytes), static_cast<T*>(bytes.data()),
+                    detail::typed_count<T>("DeviceSlice<T>(const Buffer&)", bytes, true)) {}
   /// DeviceSlice<T> converts to DeviceSlice<const T>.
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   DeviceSlice(const DeviceSlice<U>& other) noexcept  // NOLINT(google-explicit-constructor)
@@ -224,6 +187,12 @@ class DeviceSlice : public detail::BufferVerbs<DeviceSlice<T>> {
   }
 
  private:
+  template <class>
+  friend class DeviceSlice;
+  friend struct detail::Access;
+  DeviceSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
+      : allocation_(allocation), data_(data), size_(size) {}
+
   detail::Allocation* allocation_;
   T* data_;
   std::size_t size_;
@@ -240,16 +209,17 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
  public:
   /// An empty buffer (size 0, no device). Assign a real one to use it.
   DeviceBuffer() noexcept = default;
-  DeviceBuffer(detail::AllocationPtr allocation, std::size_t size) noexcept
-      : allocation_(std::move(allocation)), size_(size) {
-    data_ = allocation_ ? static_cast<T*>(detail::allocation_data(*allocation_)) : nullptr;
-  }
+  /// Takes over `bytes` (device memory) as elements of T. Throws devctx::Error
+  /// (invalid_argument) for host memory, (size_mismatch) when the bytes are not a whole number of
+  /// Ts or not aligned for T, (invalid_handle) for an empty Buffer; `bytes` is unchanged then.
+  explicit DeviceBuffer(Buffer&& bytes)
+      : DeviceBuffer(detail::typed_count<T>("DeviceBuffer<T>(Buffer&&)", bytes, true), std::move(bytes)) {}
   DeviceBuffer(DeviceBuffer&& other) noexcept
-      : allocation_(std::move(other.allocation_)),
+      : bytes_(std::move(other.bytes_)),
         data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    allocation_ = std::move(other.allocation_);
+    bytes_ = std::move(other.bytes_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     return *this;
@@ -261,7 +231,7 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
   /// False for a default-constructed or moved-from buffer.
-  [[nodiscard]] explicit operator bool() const noexcept { return allocation_ != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(bytes_); }
   /// Device address of the first element (not dereferenceable on the host with CUDA).
   [[nodiscard]] T* data() const noexcept { return data_; }
 
@@ -275,12 +245,10 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
   }
   /// The whole buffer as a slice.
   [[nodiscard]] DeviceSlice<T> as_slice() {
-    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed DeviceBuffer: it owns no memory");
-    return {allocation_.get(), data_, size_};
+    return detail::Access::make<DeviceSlice<T>>(record(), data_, size_);
   }
   [[nodiscard]] DeviceSlice<const T> as_slice() const {
-    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed DeviceBuffer: it owns no memory");
-    return {allocation_.get(), data_, size_};
+    return detail::Access::make<DeviceSlice<const T>>(record(), static_cast<const T*>(data_), size_);
   }
   /// The kernel's view of the buffer.
   [[nodiscard]] devctx::span<T> span() noexcept { return {data_, size_}; }
@@ -295,11 +263,32 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
   /// ReleasedBuffer); this buffer becomes empty. Throws devctx::Error (invalid_handle) on a
   /// moved-from buffer. Slices of the buffer stay valid until `free` is called.
   [[nodiscard]] ReleasedBuffer<T> release() {
-    return detail::release_buffer(allocation_, data_, size_, "a moved-from or default-constructed DeviceBuffer: it owns no memory");
+    return detail::release_buffer(bytes_, data_, size_, kEmpty);
+  }
+
+  /// The untyped owner of the memory (empty for an empty buffer).
+  [[nodiscard]] const Buffer& buffer() const noexcept { return bytes_; }
+  /// Hands the memory over as an untyped Buffer; this buffer becomes empty. Slices stay valid
+  /// while the returned Buffer (or whoever takes it over) owns the memory.
+  [[nodiscard]] Buffer take_buffer() noexcept {
+    data_ = nullptr;
+    size_ = 0;
+    return std::move(bytes_);
   }
 
  private:
-  detail::AllocationPtr allocation_;
+  friend struct detail::Access;
+  static constexpr const char* kEmpty = "a moved-from or default-constructed DeviceBuffer: it owns no memory";
+  /// `bytes` already checked to hold `size` elements of T.
+  DeviceBuffer(std::size_t size, Buffer&& bytes) noexcept
+      : bytes_(std::move(bytes)), data_(static_cast<T*>(bytes_.data())), size_(size) {}
+  [[nodiscard]] detail::Allocation* record() const {
+    detail::Allocation* r = detail::Access::record(bytes_);
+    if (r == nullptr) detail::throw_invalid_handle(kEmpty);
+    return r;
+  }
+
+  Buffer bytes_;
   T* data_ = nullptr;
   std::size_t size_ = 0;
 };
@@ -309,11 +298,16 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
 template <class T>
 class HostSlice : public detail::BufferVerbs<HostSlice<T>> {
  public:
-  HostSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
-      : allocation_(allocation),
-        gate_(allocation != nullptr ? detail::allocation_host_gate(*allocation) : nullptr),
-        data_(data),
-        size_(size) {}
+  /// The whole of `bytes` (host memory) as elements of T; throws as DeviceSlice(Buffer&) does
+  /// (invalid_argument for device memory).
+  explicit HostSlice(Buffer& bytes)
+      : HostSlice(detail::Access::record(bytes), static_cast<T*>(bytes.data()),
+                  detail::typed_count<T>("HostSlice<T>(Buffer&)", bytes, false)) {}
+  /// The same, read-only, from a const Buffer (HostSlice<const T> only).
+  explicit HostSlice(const Buffer& bytes)
+    requires std::is_const_v<T>
+      : HostSlice(detail::Access::record(bytes), static_cast<T*>(bytes.data()),
+                  detail::typed_count<T>("HostSlice<T>(const Buffer&)", bytes, false)) {}
   template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   HostSlice(const HostSlice<U>& other) noexcept  // NOLINT(google-explicit-constructor)
       : allocation_(other.allocation_), gate_(other.gate_), data_(other.data_), size_(other.size_) {}
@@ -343,6 +337,12 @@ class HostSlice : public detail::BufferVerbs<HostSlice<T>> {
   template <class>
   friend class HostSlice;
   friend struct detail::HostRaw;
+  friend struct detail::Access;
+  HostSlice(detail::Allocation* allocation, T* data, std::size_t size) noexcept
+      : allocation_(allocation),
+        gate_(allocation != nullptr ? detail::allocation_host_gate(*allocation) : nullptr),
+        data_(data),
+        size_(size) {}
 
   /// data_, once checking mode (if on) has seen that no copy or fill on the buffer is pending.
   [[nodiscard]] T* touched(const char* access) const {
@@ -371,18 +371,17 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
 
  public:
   HostBuffer() noexcept = default;
-  HostBuffer(detail::AllocationPtr allocation, std::size_t size) noexcept
-      : allocation_(std::move(allocation)), size_(size) {
-    data_ = allocation_ ? static_cast<T*>(detail::allocation_data(*allocation_)) : nullptr;
-    gate_ = allocation_ ? detail::allocation_host_gate(*allocation_) : nullptr;
-  }
+  /// Takes over `bytes` (host memory) as elements of T; throws as DeviceBuffer(Buffer&&) does
+  /// (invalid_argument for device memory).
+  explicit HostBuffer(Buffer&& bytes)
+      : HostBuffer(detail::typed_count<T>("HostBuffer<T>(Buffer&&)", bytes, false), std::move(bytes)) {}
   HostBuffer(HostBuffer&& other) noexcept
-      : allocation_(std::move(other.allocation_)),
+      : bytes_(std::move(other.bytes_)),
         gate_(std::exchange(other.gate_, nullptr)),
         data_(std::exchange(other.data_, nullptr)),
         size_(std::exchange(other.size_, 0)) {}
   HostBuffer& operator=(HostBuffer&& other) noexcept {
-    allocation_ = std::move(other.allocation_);
+    bytes_ = std::move(other.bytes_);
     gate_ = std::exchange(other.gate_, nullptr);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
@@ -394,7 +393,7 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
 
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
-  [[nodiscard]] explicit operator bool() const noexcept { return allocation_ != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(bytes_); }
   [[nodiscard]] T* data() { return touched("HostBuffer::data()"); }
   [[nodiscard]] const T* data() const { return touched("HostBuffer::data()"); }
   T& operator[](std::size_t i) { return touched("HostBuffer::operator[]")[i]; }
@@ -413,12 +412,10 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
     return as_slice().slice(offset, count);
   }
   [[nodiscard]] HostSlice<T> as_slice() {
-    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed HostBuffer: it owns no memory");
-    return {allocation_.get(), data_, size_};
+    return detail::Access::make<HostSlice<T>>(record(), data_, size_);
   }
   [[nodiscard]] HostSlice<const T> as_slice() const {
-    if (!allocation_) detail::throw_invalid_handle("a moved-from or default-constructed HostBuffer: it owns no memory");
-    return {allocation_.get(), data_, size_};
+    return detail::Access::make<HostSlice<const T>>(record(), static_cast<const T*>(data_), size_);
   }
   /// The whole buffer as elements of `U`: as_slice().view_as<U>().
   template <class U>
@@ -429,10 +426,35 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
   /// As DeviceBuffer::release(): the memory goes to another owner, who frees it with `free`.
   [[nodiscard]] ReleasedBuffer<T> release() {
     gate_ = nullptr;  // the memory's new owner is not checked
-    return detail::release_buffer(allocation_, data_, size_, "a moved-from or default-constructed HostBuffer: it owns no memory");
+    return detail::release_buffer(bytes_, data_, size_, kEmpty);
+  }
+
+  /// The untyped owner of the memory (empty for an empty buffer).
+  [[nodiscard]] const Buffer& buffer() const noexcept { return bytes_; }
+  /// Hands the memory over as an untyped Buffer (checking mode still watches it through
+  /// HostSlices); this buffer becomes empty.
+  [[nodiscard]] Buffer take_buffer() noexcept {
+    gate_ = nullptr;
+    data_ = nullptr;
+    size_ = 0;
+    return std::move(bytes_);
   }
 
  private:
+  friend struct detail::Access;
+  static constexpr const char* kEmpty = "a moved-from or default-constructed HostBuffer: it owns no memory";
+  /// `bytes` already checked to hold `size` elements of T.
+  HostBuffer(std::size_t size, Buffer&& bytes) noexcept
+      : bytes_(std::move(bytes)),
+        gate_(bytes_ ? detail::allocation_host_gate(*detail::Access::record(bytes_)) : nullptr),
+        data_(static_cast<T*>(bytes_.data())),
+        size_(size) {}
+  [[nodiscard]] detail::Allocation* record() const {
+    detail::Allocation* r = detail::Access::record(bytes_);
+    if (r == nullptr) detail::throw_invalid_handle(kEmpty);
+    return r;
+  }
+
   /// data_, once checking mode (if on) has seen that no copy or fill on the buffer is pending.
   [[nodiscard]] T* touched(const char* access) const {
     if (gate_ != nullptr && gate_->pending.load(std::memory_order_acquire) != 0) [[unlikely]]
@@ -440,7 +462,7 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
     return data_;
   }
 
-  detail::AllocationPtr allocation_;
+  Buffer bytes_;
   detail::HostAccessGate* gate_ = nullptr;
   T* data_ = nullptr;
   std::size_t size_ = 0;

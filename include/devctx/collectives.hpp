@@ -53,7 +53,7 @@
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
-#include <devctx/detail/config.hpp>
+#include <devctx/detail/base/config.hpp>
 #include <devctx/detail/device/reduce_ops.hpp>
 #include <devctx/kernel.hpp>
 

@@ -109,7 +109,7 @@ class Communicator {
   [[nodiscard]] static std::vector<Communicator> create(std::span<DeviceContext> contexts) {
     std::vector<detail::QueueImpl*> queues;
     queues.reserve(contexts.size());
-    for (DeviceContext& c : contexts) queues.push_back(&c.queue());
+    for (DeviceContext& c : contexts) queues.push_back(&detail::Access::queue(c));
     std::vector<Communicator> result;
     for (auto& impl : detail::comm_create_group(queues.data(), queues.size()))
       result.push_back(Communicator(std::move(impl), queues[result.size()]));
@@ -119,7 +119,7 @@ class Communicator {
   /// program has not done so). Throws Error(not_available) when devctx was built without MPI,
   /// or, for a GPU, without NCCL. Needs the devctx::mpi library (see above).
   [[nodiscard]] static Communicator create_mpi(DeviceContext& context) {
-    return Communicator(detail::comm_create_mpi(context.queue()), &context.queue());
+    return Communicator(detail::comm_create_mpi(detail::Access::queue(context)), &detail::Access::queue(context));
   }
   /// Whether devctx was built with MPI (create_mpi works).
   [[nodiscard]] static bool mpi_available() noexcept { return detail::comm_mpi_built(); }
@@ -137,7 +137,7 @@ class Communicator {
   /// Error(invalid_argument) and enqueues nothing, as does a call on a stream recording a Graph.
   template <class S, class R>
   void all_reduce(const S& send, R&& recv, ReduceOp op) {
-    all_reduce(StreamRef(queue_), send, recv, op);
+    all_reduce(detail::Access::make<StreamRef>(queue_), send, recv, op);
   }
   template <class S, class R>
   void all_reduce(StreamRef stream, const S& send, R&& recv, ReduceOp op) {
@@ -146,7 +146,7 @@ class Communicator {
   /// Every rank's `buffer` becomes `root`'s.
   template <class B>
   void broadcast(B&& buffer, int root) {
-    broadcast(StreamRef(queue_), buffer, root);
+    broadcast(detail::Access::make<StreamRef>(queue_), buffer, root);
   }
   template <class B>
   void broadcast(StreamRef stream, B&& buffer, int root) {
@@ -156,7 +156,7 @@ class Communicator {
   /// (which must have the size of `send` too) is left alone.
   template <class S, class R>
   void reduce(const S& send, R&& recv, ReduceOp op, int root) {
-    reduce(StreamRef(queue_), send, recv, op, root);
+    reduce(detail::Access::make<StreamRef>(queue_), send, recv, op, root);
   }
   template <class S, class R>
   void reduce(StreamRef stream, const S& send, R&& recv, ReduceOp op, int root) {
@@ -165,7 +165,7 @@ class Communicator {
   /// Every rank's `recv` (size() times the size of `send`) becomes all ranks' `send`, in rank order.
   template <class S, class R>
   void all_gather(const S& send, R&& recv) {
-    all_gather(StreamRef(queue_), send, recv);
+    all_gather(detail::Access::make<StreamRef>(queue_), send, recv);
   }
   template <class S, class R>
   void all_gather(StreamRef stream, const S& send, R&& recv) {
@@ -175,7 +175,7 @@ class Communicator {
   /// size() times the size of `recv`).
   template <class S, class R>
   void reduce_scatter(const S& send, R&& recv, ReduceOp op) {
-    reduce_scatter(StreamRef(queue_), send, recv, op);
+    reduce_scatter(detail::Access::make<StreamRef>(queue_), send, recv, op);
   }
   template <class S, class R>
   void reduce_scatter(StreamRef stream, const S& send, R&& recv, ReduceOp op) {
@@ -185,7 +185,7 @@ class Communicator {
   /// send from a to b matches b's k-th recv from a.
   template <class S>
   void send(const S& buffer, int peer) {
-    send(StreamRef(queue_), buffer, peer);
+    send(detail::Access::make<StreamRef>(queue_), buffer, peer);
   }
   template <class S>
   void send(StreamRef stream, const S& buffer, int peer) {
@@ -193,7 +193,7 @@ class Communicator {
   }
   template <class R>
   void recv(R&& buffer, int peer) {
-    recv(StreamRef(queue_), buffer, peer);
+    recv(detail::Access::make<StreamRef>(queue_), buffer, peer);
   }
   template <class R>
   void recv(StreamRef stream, R&& buffer, int peer) {
@@ -211,7 +211,7 @@ class Communicator {
 
   template <class S, class R>
   void call(StreamRef stream, detail::CollectiveKind kind, const S& send, R& recv, ReduceOp op, int root) {
-    // An empty communicator is named first: its own stream (StreamRef(queue_)) is empty too.
+    // An empty communicator is named first: its own stream (detail::Access::make<StreamRef>(queue_)) is empty too.
     detail::CommImpl& comm = impl();
     constexpr bool send_ok = detail::is_endpoint_v<S>;
     constexpr bool recv_ok = detail::is_endpoint_v<std::remove_const_t<R>>;
@@ -228,7 +228,7 @@ class Communicator {
       c.root = root;
       c.send = detail::endpoint(send).ref;
       c.recv = detail::endpoint(recv).ref;
-      detail::comm_enqueue(comm, stream.queue(), c, sizeof(ST));
+      detail::comm_enqueue(comm, detail::Access::queue(stream), c, sizeof(ST));
     }
   }
 

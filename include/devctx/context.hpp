@@ -181,7 +181,7 @@ class DeviceContext : public StreamRef {
     using T = std::remove_reference_t<std::ranges::range_reference_t<R>>;
     const void* data = std::ranges::data(memory);
     const auto count = std::size_t(std::ranges::size(memory));
-    auto record = detail::queue_register_host_memory(queue(), data, count, sizeof(T));
+    auto record = detail::queue_register_host_memory(detail::Access::queue(*this), data, count, sizeof(T));
     return HostRegistration(std::move(record), data, count * sizeof(T));
   }
 

@@ -37,4 +37,5 @@
 #include <devctx/stream.hpp>
 #include <devctx/trace.hpp>
 #include <devctx/tensor.hpp>
+#include <devctx/untyped_buffer.hpp>
 #include <devctx/version.hpp>

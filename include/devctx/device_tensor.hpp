@@ -23,7 +23,7 @@
 #include <type_traits>
 
 #include <devctx/buffer.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/device_view.hpp>
 #include <devctx/tensor.hpp>
 

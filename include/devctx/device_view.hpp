@@ -17,8 +17,9 @@
 #include <utility>
 
 #include <devctx/buffer.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/span.hpp>
+#include <devctx/untyped_buffer.hpp>
 
 namespace devctx {
 
@@ -32,8 +33,6 @@ class DeviceView {
  public:
   /// An empty view (size 0, no device).
   DeviceView() noexcept = default;
-  DeviceView(detail::AllocationPtr record, T* data, std::size_t size) noexcept
-      : record_(std::move(record)), data_(data), size_(size) {}
   DeviceView(DeviceView&& other) noexcept
       : record_(std::move(other.record_)),
         data_(std::exchange(other.data_, nullptr)),
@@ -51,15 +50,16 @@ class DeviceView {
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
   /// False for a default-constructed or moved-from view.
-  [[nodiscard]] explicit operator bool() const noexcept { return record_ != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(record_); }
   /// Device address of the first element (not dereferenceable on the host with CUDA).
   [[nodiscard]] T* data() const noexcept { return data_; }
 
   /// The whole view as a slice (a view is shallow: a const view still writes the memory, as a
   /// slice does). Throws devctx::Error (invalid_handle) on a moved-from view.
   [[nodiscard]] DeviceSlice<T> as_slice() const {
-    if (!record_) detail::throw_invalid_handle("a moved-from or default-constructed DeviceView: it refers to no memory");
-    return {record_.get(), data_, size_};
+    detail::Allocation* record = detail::Access::record(record_);
+    if (record == nullptr) detail::throw_invalid_handle("a moved-from or default-constructed DeviceView: it refers to no memory");
+    return detail::Access::make<DeviceSlice<T>>(record, data_, size_);
   }
   /// Elements [offset, offset + count); devctx::Error (size_mismatch) when they do not fit.
   [[nodiscard]] DeviceSlice<T> slice(std::size_t offset, std::size_t count) const {
@@ -68,8 +68,20 @@ class DeviceView {
   /// The kernel's view of the memory.
   [[nodiscard]] devctx::span<T> span() const noexcept { return {data_, size_}; }
 
+  /// devctx's record of the memory as an untyped Buffer (MemoryKind::device; dropping it runs
+  /// the view's release callback as dropping the view would); this view becomes empty.
+  [[nodiscard]] Buffer take_buffer() noexcept {
+    data_ = nullptr;
+    size_ = 0;
+    return std::move(record_);
+  }
+
  private:
-  detail::AllocationPtr record_;
+  friend struct detail::Access;
+  DeviceView(Buffer record, T* data, std::size_t size) noexcept
+      : record_(std::move(record)), data_(data), size_(size) {}
+
+  Buffer record_;
   T* data_ = nullptr;
   std::size_t size_ = 0;
 };

@@ -7,7 +7,8 @@
 
 #include <memory>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/access.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 namespace devctx {
 
@@ -17,7 +18,6 @@ namespace devctx {
 class Event {
  public:
   Event() noexcept = default;
-  explicit Event(std::shared_ptr<detail::EventImpl> impl) noexcept : impl_(std::move(impl)) {}
 
   /// Blocks until all work enqueued before the event has finished. Throws devctx::Error if any
   /// of that work failed (the failure is then not reported again by synchronize()).
@@ -28,6 +28,9 @@ class Event {
   [[nodiscard]] const std::shared_ptr<detail::EventImpl>& impl() const noexcept { return impl_; }
 
  private:
+  friend struct detail::Access;
+  explicit Event(std::shared_ptr<detail::EventImpl> impl) noexcept : impl_(std::move(impl)) {}
+
   std::shared_ptr<detail::EventImpl> impl_;
 };
 

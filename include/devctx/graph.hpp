@@ -23,8 +23,8 @@
 #include <memory>
 #include <utility>
 
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/detail/host/launch_kernel.hpp>
-#include <devctx/detail/host/seam.hpp>
 #include <devctx/launch.hpp>
 #include <devctx/stream.hpp>
 
@@ -60,8 +60,8 @@ class Graph {
   /// graph.
   template <class F>
   [[nodiscard]] static Graph record(StreamRef on, F&& f) {
-    std::shared_ptr<detail::QueueImpl> recorder = detail::queue_graph_recorder(on.queue());
-    f(StreamRef(recorder.get()));
+    std::shared_ptr<detail::QueueImpl> recorder = detail::queue_graph_recorder(detail::Access::queue(on));
+    f(detail::Access::make<StreamRef>(recorder.get()));
     return Graph(detail::graph_finish(*recorder));
   }
 
@@ -69,7 +69,7 @@ class Graph {
   /// device; Error(wrong_device) otherwise, nothing enqueued). Returns at once; its operations run
   /// in recording order after the work enqueued on `stream` before, and failures surface at the
   /// next synchronize() as for the same operations enqueued one by one.
-  void enqueue(StreamRef stream) const { detail::graph_enqueue(stream.queue(), impl()); }
+  void enqueue(StreamRef stream) const { detail::graph_enqueue(detail::Access::queue(stream), impl()); }
 
   /// Number of kernel launches recorded (update_kernel's index runs over them).
   [[nodiscard]] std::size_t kernel_count() const { return detail::graph_kernel_count(impl()); }

@@ -20,7 +20,7 @@
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
 #include <devctx/context.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/device_info.hpp>
 #include <devctx/device_view.hpp>
 #include <devctx/event.hpp>
@@ -40,13 +40,13 @@ using CudaEventHandle = CUevent_st*;
 /// its `id` and its limits. On a CUDA device `id` is the CUDA runtime's device ordinal, as
 /// cudaSetDevice takes it. Throws devctx::Error (invalid_handle) for a moved-from stream.
 [[nodiscard]] inline const DeviceInfo& device_info(const StreamRef& stream) {
-  return detail::queue_device_info(stream.queue());
+  return detail::queue_device_info(detail::Access::queue(stream));
 }
 
 /// The CUDA device ordinal of `stream`'s device. Throws devctx::Error (not_available) when
 /// the stream is not on a CUDA device.
 [[nodiscard]] inline int cuda_device(const StreamRef& stream) {
-  (void)detail::queue_native_stream(stream.queue(), "cuda_device");
+  (void)detail::queue_native_stream(detail::Access::queue(stream), "cuda_device");
   return device_info(stream).id;
 }
 
@@ -57,7 +57,7 @@ using CudaEventHandle = CUevent_st*;
 /// synchronize with CUDA's legacy default stream. Throws devctx::Error (not_available) on the
 /// CPU backend, which has no native stream, and (invalid_handle) for a moved-from stream.
 [[nodiscard]] inline CudaStreamHandle cuda_stream(const StreamRef& stream) {
-  return static_cast<CudaStreamHandle>(detail::queue_native_stream(stream.queue(), "cuda_stream"));
+  return static_cast<CudaStreamHandle>(detail::queue_native_stream(detail::Access::queue(stream), "cuda_stream"));
 }
 
 /// The cudaEvent_t behind an event (recorded by record_event()). It stays devctx's: valid
@@ -99,8 +99,9 @@ using CudaEventHandle = CUevent_st*;
 template <class T>
 [[nodiscard]] DeviceView<T> wrap_device_memory(const StreamRef& stream, T* data, std::size_t count,
                                                std::function<void()> on_release = {}) {
-  auto record = detail::queue_wrap_memory(stream.queue(), data, count, sizeof(T), alignof(T), std::move(on_release));
-  return DeviceView<T>(std::move(record), data, count);
+  auto record = detail::queue_wrap_memory(detail::Access::queue(stream), data, count, sizeof(T), alignof(T),
+                                          std::move(on_release));
+  return detail::Access::make<DeviceView<T>>(detail::Access::make<Buffer>(std::move(record)), data, count);
 }
 
 }  // namespace devctx

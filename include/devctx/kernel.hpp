@@ -35,7 +35,7 @@
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
-#include <devctx/detail/config.hpp>
+#include <devctx/detail/base/config.hpp>
 #include <devctx/launch.hpp>
 #include <devctx/span.hpp>
 

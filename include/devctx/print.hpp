@@ -24,9 +24,9 @@
 
 #include <cstdio>
 
-#include <devctx/detail/config.hpp>
+#include <devctx/detail/base/config.hpp>
 #if !defined(__CUDA_ARCH__)
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 #endif
 
 namespace devctx {

@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include <devctx/detail/config.hpp>
+#include <devctx/detail/base/config.hpp>
 
 namespace devctx {
 namespace detail {

@@ -8,10 +8,10 @@
 #include <cstddef>
 #include <type_traits>
 
-#include <devctx/detail/config.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/config.hpp>
+#include <devctx/detail/base/seam.hpp>
 #if !defined(__CUDA_ARCH__)
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 #endif
 
 namespace devctx {

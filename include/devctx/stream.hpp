@@ -18,9 +18,9 @@
 #include <utility>
 
 #include <devctx/buffer.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/detail/host/endpoints.hpp>
 #include <devctx/detail/host/launch_kernel.hpp>
-#include <devctx/detail/host/seam.hpp>
 #include <devctx/event.hpp>
 #include <devctx/launch.hpp>
 
@@ -32,7 +32,9 @@ class DeviceFunction;  // devctx/module.hpp
 /// stream) and Stream are StreamRefs. Valid while the stream it refers to lives.
 class StreamRef {
  public:
-  explicit StreamRef(detail::QueueImpl* queue) noexcept : queue_(queue) {}
+  /// A StreamRef of no stream: every verb throws Error(invalid_handle). Assign a
+  /// DeviceContext or Stream to use it.
+  StreamRef() noexcept : queue_(nullptr) {}
 
   /// A DeviceBuffer of `count` elements (contents uninitialised), allocated in stream order:
   /// usable by work enqueued after this call on this stream (or on streams that wait for it).
@@ -41,7 +43,8 @@ class StreamRef {
   /// address (a negative count converted to std::size_t is such a count).
   template <class T>
   [[nodiscard]] DeviceBuffer<T> enqueue_create_buffer(std::size_t count) {
-    return DeviceBuffer<T>(detail::queue_allocate(queue(), detail::MemKind::device, count, sizeof(T)), count);
+    return detail::Access::make<DeviceBuffer<T>>(
+        count, detail::Access::make<Buffer>(detail::queue_allocate(queue(), detail::MemKind::device, count, sizeof(T))));
   }
 
   /// A HostBuffer of `count` elements: host memory fit for fast transfers (page-locked on CUDA).
@@ -49,7 +52,8 @@ class StreamRef {
   /// enqueue_create_buffer does.
   template <class T>
   [[nodiscard]] HostBuffer<T> enqueue_create_host_buffer(std::size_t count) {
-    return HostBuffer<T>(detail::queue_allocate(queue(), detail::MemKind::host_pinned, count, sizeof(T)), count);
+    return detail::Access::make<HostBuffer<T>>(
+        count, detail::Access::make<Buffer>(detail::queue_allocate(queue(), detail::MemKind::host_pinned, count, sizeof(T))));
   }
 
   /// Copies `src` into `dst`. Each may be a DeviceBuffer, HostBuffer, a slice of either, or
@@ -123,7 +127,7 @@ class StreamRef {
   void synchronize() { detail::queue_synchronize(queue()); }
 
   /// An event at the current end of this stream's work.
-  [[nodiscard]] Event record_event() { return Event(detail::queue_record_event(queue())); }
+  [[nodiscard]] Event record_event() { return detail::Access::make<Event>(detail::queue_record_event(queue())); }
 
   /// Work enqueued on this stream after this call starts only once `event` has completed.
   /// Returns at once. The event may belong to another device: of the same backend (two GPUs, two
@@ -157,13 +161,6 @@ class StreamRef {
   }
 
   [[nodiscard]] explicit operator bool() const noexcept { return queue_ != nullptr; }
-  /// The backend queue (for devctx's own use and backend interop).
-  /// Throws Error(invalid_handle) naming the handle (a moved-from DeviceContext, a moved-from
-  /// Stream, or a StreamRef of neither) when there is no stream.
-  [[nodiscard]] detail::QueueImpl& queue() const {
-    if (queue_ == nullptr) detail::throw_invalid_handle(empty_);
-    return *queue_;
-  }
 
  protected:
   /// For DeviceContext and Stream: `empty` is what a use of the handle without a stream (once
@@ -172,8 +169,18 @@ class StreamRef {
   void reset(detail::QueueImpl* queue) noexcept { queue_ = queue; }
 
  private:
+  friend struct detail::Access;
+  explicit StreamRef(detail::QueueImpl* queue) noexcept : queue_(queue) {}
+  /// The backend queue (devctx's own code reaches it through detail::Access::queue).
+  /// Throws Error(invalid_handle) naming the handle (a moved-from DeviceContext, a moved-from
+  /// Stream, or a StreamRef of neither) when there is no stream.
+  [[nodiscard]] detail::QueueImpl& queue() const {
+    if (queue_ == nullptr) detail::throw_invalid_handle(empty_);
+    return *queue_;
+  }
+
   detail::QueueImpl* queue_;
-  const char* empty_ = "a StreamRef of no stream (made from a null queue, or copied from a moved-from DeviceContext "
+  const char* empty_ = "a StreamRef of no stream (default-constructed, or copied from a moved-from DeviceContext "
                        "or Stream)";
 };
 
@@ -181,8 +188,6 @@ class StreamRef {
 /// never blocks: work already enqueued still runs.
 class Stream : public StreamRef {
  public:
-  explicit Stream(std::shared_ptr<detail::QueueImpl> queue) noexcept
-      : StreamRef(queue.get(), kEmpty), owner_(std::move(queue)) {}
   Stream(Stream&& other) noexcept : StreamRef(other.owner_.get(), kEmpty), owner_(std::move(other.owner_)) {
     other.reset(nullptr);
   }
@@ -197,11 +202,18 @@ class Stream : public StreamRef {
   ~Stream() = default;
 
  private:
+  friend struct detail::Access;
+  explicit Stream(std::shared_ptr<detail::QueueImpl> queue) noexcept
+      : StreamRef(queue.get(), kEmpty), owner_(std::move(queue)) {}
+
   static constexpr const char* kEmpty = "a moved-from Stream: it has no stream any more";
   std::shared_ptr<detail::QueueImpl> owner_;
 };
 
 }  // namespace devctx
+
+// The buffers' own verbs (declared in buffer.hpp) need StreamRef complete: defined here.
+#include <devctx/detail/host/buffer_verbs.hpp>
 
 // StreamRef::enqueue_function(const DeviceFunction&, ...) and the types it takes.
 #include <devctx/module.hpp>

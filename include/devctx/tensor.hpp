@@ -23,13 +23,13 @@
 #include <optional>
 #include <type_traits>
 
-#include <devctx/detail/config.hpp>
-#include <devctx/detail/host/checked_size.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/checked_size.hpp>
+#include <devctx/detail/base/config.hpp>
+#include <devctx/detail/base/seam.hpp>
 #if defined(__CUDA_ARCH__)
 #include <cstdio>
 #else
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 #endif
 
 namespace devctx {
@@ -57,7 +57,7 @@ constexpr const char* layout_name(Order o) noexcept {
 /// The strides of a contiguous layout of `rank` extents in order `o` (a strided layout made
 /// from its extents alone is laid out row-major), each the product of the extents of the
 /// dimensions inside it, and the product of all of them. Nothing when one of them does not fit
-/// in std::size_t (checked_mul, devctx/detail/host/checked_size.hpp); `bad_dim` is then the
+/// in std::size_t (checked_mul, devctx/detail/base/checked_size.hpp); `bad_dim` is then the
 /// dimension whose stride does not fit, or `rank` when only the size does not.
 struct ContiguousShape {
   std::size_t strides[3] = {};

@@ -211,12 +211,12 @@ struct Context {
   std::shared_ptr<devctx::DeviceContext> ctx;
 };
 
-/// A devctx array: the memory's owner (a DeviceBuffer, HostBuffer or DeviceView, kept alive by
-/// every exported DLPack tensor too), where it is, its element type and its row-major shape.
+/// A devctx array: the memory's untyped owner (the devctx::Buffer of a DeviceBuffer, HostBuffer or
+/// DeviceView, kept alive by every exported DLPack tensor too), its element type and its
+/// row-major shape. Typed slices are made from the Buffer, which checks kind, size and alignment.
 struct Array {
   std::shared_ptr<devctx::DeviceContext> ctx;
-  std::shared_ptr<void> owner;
-  devctx::detail::Allocation* allocation = nullptr;
+  std::shared_ptr<devctx::Buffer> buffer;
   void* data = nullptr;
   std::size_t count = 0;
   DType dtype = DType::float32;
@@ -225,11 +225,18 @@ struct Array {
 
   template <class T>
   [[nodiscard]] devctx::DeviceSlice<T> device_slice() const {
-    return {allocation, static_cast<T*>(data), count};
+    return devctx::DeviceSlice<T>(*buffer);
   }
   template <class T>
   [[nodiscard]] devctx::HostSlice<T> host_slice() const {
-    return {allocation, static_cast<T*>(data), count};
+    return devctx::HostSlice<T>(*buffer);
+  }
+  /// Takes over a typed buffer's or view's memory.
+  template <class Typed>
+  void own(Typed&& typed) {
+    count = typed.size();
+    buffer = std::make_shared<devctx::Buffer>(typed.take_buffer());
+    data = buffer->data();
   }
 };
 struct DeviceArray : Array {};
@@ -291,10 +298,7 @@ DeviceArray make_device_array(const Context& c, nb::handle shape, nb::handle dty
   a.shape = parse_shape(shape, a.count, "empty");
   a.dtype = dtype_named(dtype, "empty");
   visit(a.dtype, [&]<class T>() {
-    auto buffer = std::make_shared<devctx::DeviceBuffer<T>>(c.ctx->enqueue_create_buffer<T>(a.count));
-    a.allocation = buffer->as_slice().allocation();
-    a.data = buffer->data();
-    a.owner = std::move(buffer);
+    a.own(c.ctx->enqueue_create_buffer<T>(a.count));
   });
   return a;
 }
@@ -305,10 +309,7 @@ HostArray make_host_array(const Context& c, nb::handle shape, nb::handle dtype) 
   a.shape = parse_shape(shape, a.count, "empty_host");
   a.dtype = dtype_named(dtype, "empty_host");
   visit(a.dtype, [&]<class T>() {
-    auto buffer = std::make_shared<devctx::HostBuffer<T>>(c.ctx->enqueue_create_host_buffer<T>(a.count));
-    a.allocation = buffer->as_slice().allocation();
-    a.data = buffer->data();
-    a.owner = std::move(buffer);
+    a.own(c.ctx->enqueue_create_host_buffer<T>(a.count));
   });
   return a;
 }
@@ -574,7 +575,7 @@ nb::object export_dlpack(const Array& a, bool host, nb::handle stream, nb::handl
     nb::gil_scoped_release unlocked;
     a.ctx->synchronize();
   }
-  std::shared_ptr<void> owner = a.owner;
+  std::shared_ptr<devctx::Buffer> owner = a.buffer;
   return visit(a.dtype, [&]<class T>() -> nb::object {
     auto make = [&](auto view) -> nb::object {
       PyObject* capsule = nullptr;
@@ -628,14 +629,8 @@ DeviceArray import_tensor(const Context& c, Managed* original) {
   Managed* wrapped = GilTensor<Managed>::wrap(original);
   try {
     visit(a.dtype, [&]<class T>() {
-      auto keep = [&](auto view) {
-        a.allocation = view.as_slice().allocation();
-        a.data = const_cast<void*>(static_cast<const void*>(view.data()));
-        a.count = view.size();
-        a.owner = std::make_shared<decltype(view)>(std::move(view));
-      };
-      if (a.readonly) keep(devctx::from_dlpack<const T>(*c.ctx, wrapped));
-      else keep(devctx::from_dlpack<T>(*c.ctx, wrapped));
+      if (a.readonly) a.own(devctx::from_dlpack<const T>(*c.ctx, wrapped));
+      else a.own(devctx::from_dlpack<T>(*c.ctx, wrapped));
     });
   } catch (...) {
     delete wrapped;  // not taken over: the capsule still owns the producer's tensor
@@ -878,7 +873,7 @@ NB_MODULE(_devctx, m) {
                           [](nb::handle h, RuntimeArray& out) {
                             if (!nb::isinstance<DeviceArray>(h)) return false;
                             const auto& a = nb::cast<const DeviceArray&>(h);
-                            out = {a.ctx, a.allocation, a.data, a.count, int(a.dtype), a.readonly};
+                            out = {a.ctx, a.buffer, a.count, int(a.dtype), a.readonly};
                             return true;
                           }});
 }

@@ -142,8 +142,8 @@ KernelArg memory_arg(const devctx::DeviceFunction& fn, std::size_t i, nb::handle
   }
   keep.append(obj);
   return visit(ScalarType(a.dtype + 1), [&]<class T>() -> KernelArg {
-    if (a.readonly) return KernelArg(devctx::DeviceSlice<const T>(a.allocation, static_cast<const T*>(a.data), a.count));
-    return KernelArg(devctx::DeviceSlice<T>(a.allocation, static_cast<T*>(a.data), a.count));
+    if (a.readonly) return KernelArg(devctx::DeviceSlice<const T>(std::as_const(*a.buffer)));
+    return KernelArg(devctx::DeviceSlice<T>(*a.buffer));
   });
 }
 
@@ -181,7 +181,7 @@ struct Launch {
   std::vector<KernelArg> args;
   nb::list keep;  // the arrays the arguments refer to
 
-  void enqueue() const { devctx::detail::queue_launch_runtime(ctx->queue(), fn, config, args.data(), args.size()); }
+  void enqueue() const { devctx::detail::queue_launch_runtime(devctx::detail::Access::queue(*ctx), fn, config, args.data(), args.size()); }
 };
 
 Launch make_launch(nb::handle self, const devctx::DeviceFunction& fn, nb::args args, nb::handle grid_dim,

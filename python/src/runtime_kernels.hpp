@@ -14,8 +14,7 @@
 /// A devctx.DeviceArray's memory, as runtime_kernels.cpp needs it for a launch argument.
 struct RuntimeArray {
   std::shared_ptr<devctx::DeviceContext> ctx;
-  devctx::detail::Allocation* allocation = nullptr;
-  void* data = nullptr;
+  std::shared_ptr<devctx::Buffer> buffer;  ///< the array's untyped owner; typed slices are made from it
   std::size_t count = 0;
   int dtype = 0;  ///< module.cpp's DType: bool, int8..int64, uint8..uint64, float32, float64 (in that order)
   bool readonly = false;

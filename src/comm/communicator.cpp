@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <devctx/comm.hpp>
-#include <devctx/detail/host/checked_size.hpp>
+#include <devctx/detail/base/checked_size.hpp>
 
 #include "comm/comm_impl.hpp"
 #include "comm/engines.hpp"

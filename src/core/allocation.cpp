@@ -58,6 +58,8 @@ AllocationPtr queue_allocate(QueueImpl& queue, MemKind kind, std::size_t count, 
 }
 
 void* allocation_data(const Allocation& allocation) noexcept { return allocation.data(); }
+std::size_t allocation_size_bytes(const Allocation& allocation) noexcept { return allocation.bytes(); }
+MemKind allocation_kind(const Allocation& allocation) noexcept { return allocation.kind(); }
 QueueImpl& allocation_home_queue(const Allocation& allocation) noexcept { return allocation.home(); }
 
 HostAccessGate* allocation_host_gate(const Allocation& allocation) noexcept { return allocation.host_guard(); }

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 #include "core/backend.hpp"
 #include "core/host_access.hpp"
@@ -32,6 +32,8 @@ class Allocation {
         on_release_(std::move(on_release)) {}
 
   [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] MemKind kind() const noexcept { return kind_; }
   [[nodiscard]] DeviceImpl& device() const noexcept { return home_->device(); }
   [[nodiscard]] QueueImpl& home() const noexcept { return *home_; }
   /// Checking mode's record of the work pending on a HostBuffer made by a checked context; null

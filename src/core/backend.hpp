@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/device_info.hpp>
 
 #include "core/graph.hpp"

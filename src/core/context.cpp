@@ -122,7 +122,7 @@ class ContextImpl {
     const std::lock_guard lock(mutex_);
     std::erase_if(streams_, [](const auto& s) { return s.expired(); });
     streams_.push_back(queue);
-    return Stream(std::move(queue));
+    return Access::make<Stream>(std::move(queue));
   }
 
   void synchronize() {

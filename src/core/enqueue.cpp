@@ -12,7 +12,7 @@
 #include <utility>
 
 #include <devctx/backend.hpp>
-#include <devctx/detail/host/checked_size.hpp>
+#include <devctx/detail/base/checked_size.hpp>
 #include <devctx/device_info.hpp>
 
 #include "core/allocation.hpp"

@@ -38,6 +38,12 @@ void throw_invalid_handle(const char* what) {
   fail(Errc::invalid_handle, "use of ", what);
 }
 
+void throw_wrong_memory_kind(const char* what, bool device) {
+  fail(Errc::invalid_argument, what, ": the Buffer holds ", device ? "host" : "device", " memory, and this needs ",
+       device ? "device memory; make a HostBuffer or HostSlice of it instead"
+              : "host memory; make a DeviceBuffer or DeviceSlice of it instead");
+}
+
 void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
   fail(Errc::size_mismatch, what, "(offset ", offset, ", count ", count, ") is out of range: the buffer has ",
        size, " elements, so offset + count must be at most ", size);

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 #include "core/operation.hpp"
 

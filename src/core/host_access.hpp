@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/launch.hpp>
-#include <devctx/detail/host/seam.hpp>
 
 #include "core/operation.hpp"
 

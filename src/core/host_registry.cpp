@@ -12,8 +12,8 @@
 #include <string>
 #include <utility>
 
-#include <devctx/detail/host/checked_size.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/checked_size.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 #include "core/backend.hpp"
 #include "core/errors.hpp"

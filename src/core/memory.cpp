@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <devctx/detail/host/checked_size.hpp>
+#include <devctx/detail/base/checked_size.hpp>
 
 #include "core/backend.hpp"
 #include "core/errors.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 namespace devctx::detail {
 

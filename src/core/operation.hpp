@@ -15,7 +15,7 @@
 #include <string>
 #include <variant>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/trace.hpp>
 
 namespace devctx::detail {

@@ -197,7 +197,7 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
   using namespace detail;
   const auto start = std::chrono::steady_clock::now();
   rt::check_kernel_name(name);
-  QueueImpl& q = queue();
+  QueueImpl& q = detail::Access::queue(*this);
   DeviceImpl& device = q.device();
   const DeviceInfo& info = device.info();
   const rt::Target target = info.api == Api::cpu ? rt::Target::cpu : rt::Target::cuda;

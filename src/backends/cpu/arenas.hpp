@@ -10,7 +10,7 @@
 #include <new>
 #include <vector>
 
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 
 namespace devctx::detail::cpu {
 

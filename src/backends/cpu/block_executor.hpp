@@ -33,9 +33,9 @@
 #include <string_view>
 #include <vector>
 
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>
-#include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/arenas.hpp"
 #include "backends/cpu/check/checker.hpp"

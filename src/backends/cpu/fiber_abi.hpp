@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/fiber_abi.hpp - every layout that the barrier and park assembly in
 // fiber_x86_64.cpp reads: the block's BarrierState, the per-thread Fiber records, the wait tokens
-// and the thread-local ThreadState (defined in devctx/detail/cpu_state.hpp, because kernels read
+// and the thread-local ThreadState (defined in devctx/detail/base/cpu_state.hpp, because kernels read
 // it). Builds without that assembly (DEVCTX_FIBER_FAST_BARRIER unset) use the same layouts from C++.
 //
 // Each invariant lives here, checked by a static_assert, and in the assembly that hard-codes it.
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 #include <devctx/launch.hpp>
 
 #include "backends/cpu/fiber.hpp"

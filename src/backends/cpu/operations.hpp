@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 
 #include "backends/cpu/block_executor.hpp"
 #include "backends/cpu/check/init_shadow.hpp"

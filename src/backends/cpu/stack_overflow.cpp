@@ -14,7 +14,7 @@
 #include <new>
 #include <string_view>
 
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 
 #include "backends/cpu/block_executor.hpp"
 #include "backends/cpu/check/guarded_memory.hpp"

@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/trace.hpp>
 
 #include "core/operation.hpp"

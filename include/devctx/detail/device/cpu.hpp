@@ -13,7 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 #include <devctx/detail/device/atomic_types.hpp>
 #include <devctx/detail/device/reduce_ops.hpp>
 #include <devctx/span.hpp>

@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <type_traits>
 
-#include <devctx/detail/config.hpp>
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/config.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
 
 namespace devctx::detail::cpu {
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <type_traits>
 
-#include <devctx/detail/config.hpp>
+#include <devctx/detail/base/config.hpp>
 
 namespace devctx::detail {
 

@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include <devctx/buffer.hpp>
-#include <devctx/detail/host/seam.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/device_view.hpp>
 
 namespace devctx::detail {

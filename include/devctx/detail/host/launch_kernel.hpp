@@ -15,10 +15,10 @@
 #include <utility>
 
 #include <devctx/block.hpp>
-#include <devctx/detail/cpu_state.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/detail/device/fission.hpp>
 #include <devctx/detail/host/kernel_args.hpp>
-#include <devctx/detail/host/seam.hpp>
 #include <devctx/kernel.hpp>
 
 namespace devctx::detail {

@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-#include <devctx/detail/config.hpp>
+#include <devctx/detail/base/config.hpp>
 #include <devctx/span.hpp>
 
 namespace devctx {

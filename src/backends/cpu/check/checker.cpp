@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include <devctx/detail/cpu_state.hpp>
-#include <devctx/detail/host/checked_size.hpp>
-#include <devctx/detail/source_site.hpp>
+#include <devctx/detail/base/checked_size.hpp>
+#include <devctx/detail/base/cpu_state.hpp>
+#include <devctx/detail/base/source_site.hpp>
 
 #include "core/errors.hpp"
 

@@ -25,9 +25,9 @@
 #include <string_view>
 
 
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>
-#include <devctx/detail/host/seam.hpp>
 
 #include "backends/cpu/check/access_log.hpp"
 #include "backends/cpu/check/barrier_check.hpp"
@@ -37,7 +37,7 @@
 #include "backends/cpu/check/regions.hpp"
 
 namespace devctx::detail {
-struct SourceSite;  // <devctx/detail/source_site.hpp>
+struct SourceSite;  // <devctx/detail/base/source_site.hpp>
 }  // namespace devctx::detail
 
 namespace devctx::detail::cpu::check {

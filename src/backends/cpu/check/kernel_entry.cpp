@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/check/kernel_entry.cpp - the kernel-side entry points of checking mode
-// (declared in devctx/detail/cpu_state.hpp): what span[i], atomics, a block-level phase's
+// (declared in devctx/detail/base/cpu_state.hpp): what span[i], atomics, a block-level phase's
 // threads and its end call in a checked launch, handed to the running
 // executor's checker with the running thread's rank.
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 
+#include <devctx/detail/base/cpu_state.hpp>
 #include <devctx/launch.hpp>
-#include <devctx/detail/cpu_state.hpp>
 
 #include "backends/cpu/check/checker.hpp"
 

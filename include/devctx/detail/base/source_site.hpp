@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// devctx/detail/source_site.hpp - where in the kernel's source a call was made (file, line,
+// devctx/detail/base/source_site.hpp - where in the kernel's source a call was made (file, line,
 // column), filled in at the caller as a default argument. devctx's own type rather than
 // std::source_location: clang 14 with libstdc++ 12 (Debian 12's clang) has no
 // std::source_location at all (it needs __builtin_source_location, clang 15+), and a library
@@ -8,7 +8,7 @@
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
-#error "<devctx/detail/source_site.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#error "<devctx/detail/base/source_site.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
 #endif
 
 #include <cstdint>

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// devctx/detail/cpu_state.hpp - what a kernel running on the CPU backend can see of its
+// devctx/detail/base/cpu_state.hpp - what a kernel running on the CPU backend can see of its
 // thread: the per-worker state that the CPU executor sets before running a kernel's code,
 // and the executor entry points that kernel-side functions call. Users never include this.
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
-#error "<devctx/detail/cpu_state.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#error "<devctx/detail/base/cpu_state.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
 #endif
 
 #include <cstddef>
 
-#include <devctx/detail/source_site.hpp>
-#include <devctx/launch.hpp>
+#include <devctx/detail/base/launch_types.hpp>
+#include <devctx/detail/base/source_site.hpp>
 
 namespace devctx::detail::cpu {
 

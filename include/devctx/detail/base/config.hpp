@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// devctx/detail/config.hpp - the compiler annotations shared by host and device code
+// devctx/detail/base/config.hpp - the compiler annotations shared by host and device code
 // (DEVCTX_HD, DEVCTX_KERNEL, DEVCTX_DEVICE, DEVCTX_IVDEP). The kernel-side functions of each
 // backend are chosen per compiler pass in kernel.hpp (detail/device/cpu.hpp or cuda.hpp).
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
-#error "<devctx/detail/config.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
+#error "<devctx/detail/base/config.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
 #endif
 
 #if defined(__CUDACC__)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// devctx/detail/host/checked_size.hpp - overflow-checked size arithmetic: the one way devctx
+// devctx/detail/base/checked_size.hpp - overflow-checked size arithmetic: the one way devctx
 // multiplies, adds or rounds a count that a user gave. Each returns std::nullopt where the
 // exact result does not fit in std::size_t, so no size can silently wrap around (a wrapped
 // byte count would back a large buffer with a small block of memory). Used by the public
@@ -8,7 +8,7 @@
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
-#error "<devctx/detail/host/checked_size.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/buffer.hpp>) instead"
+#error "<devctx/detail/base/checked_size.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/buffer.hpp>) instead"
 #endif
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// devctx/detail/host/seam.hpp - the one seam between the public templates and the compiled
+// devctx/detail/base/seam.hpp - the one seam between the public templates and the compiled
 // library: the opaque implementation types and every non-template function that a public
 // header calls. All of them are defined in src/core, which validates each request before any
 // backend sees it.
@@ -10,7 +10,7 @@
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
-#error "<devctx/detail/host/seam.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
+#error "<devctx/detail/base/seam.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/stream.hpp>) instead"
 #endif
 
 #include <atomic>
@@ -20,7 +20,7 @@
 #include <memory>
 #include <string_view>
 
-#include <devctx/launch.hpp>
+#include <devctx/detail/base/launch_types.hpp>
 
 namespace devctx {
 struct DeviceInfo;  // devctx/device_info.hpp
@@ -168,6 +168,10 @@ using HostRegistrationPtr = std::unique_ptr<HostRegistrationRecord, HostRegistra
 // ---- reading a buffer's record ----------------------------------------------------------------------
 
 [[nodiscard]] void* allocation_data(const Allocation& allocation) noexcept;
+/// The record's length in bytes (a buffer's count times its element's bytes, exactly).
+[[nodiscard]] std::size_t allocation_size_bytes(const Allocation& allocation) noexcept;
+/// Where the memory is: MemKind::device or MemKind::host_pinned.
+[[nodiscard]] MemKind allocation_kind(const Allocation& allocation) noexcept;
 /// The queue that allocated (or wrapped) the memory: the stream a buffer's own verbs
 /// (map_to_host, enqueue_copy_to/_from, enqueue_fill) enqueue on. It lives as long as the record.
 [[nodiscard]] QueueImpl& allocation_home_queue(const Allocation& allocation) noexcept;
@@ -189,6 +193,9 @@ void host_access_check(HostAccessGate& gate, const char* access);
 // ---- misuse found in a header -------------------------------------------------------------------------
 
 [[noreturn]] void throw_invalid_handle(const char* what);
+/// Error(invalid_argument) for a typed buffer or slice (`what`) made from a devctx::Buffer whose
+/// memory is not of the kind it needs (`device` true: device memory, else host memory).
+[[noreturn]] void throw_wrong_memory_kind(const char* what, bool device);
 [[noreturn]] void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count,
                                            std::size_t size);
 /// Error(size_mismatch) for view_as<U>() of `bytes` bytes at `address` (elements of `from_bytes`
