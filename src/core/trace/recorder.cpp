@@ -487,7 +487,7 @@ OpScope::OpScope(QueueImpl& queue, const detail::Operation& what) noexcept {
       }
     }
     staged_note = false;
-    if (desc.kind == Kind::kernel) {
+    if (op.kind == Kind::kernel) {
       p->entry.note = std::make_shared<ExecutionNote>();
       current_note = &p->entry.note;
     }
