@@ -20,6 +20,7 @@
 #include <devctx/devctx.hpp>
 
 #include "backends/cpu/settings.hpp"
+#include "comm/comm_impl.hpp"
 #include "core/settings_table.hpp"
 #include "support/test_support.hpp"
 #if defined(DEVCTX_TESTS_CUDA_BUILT)
@@ -53,7 +54,7 @@ std::map<std::string_view, std::function<std::uint64_t()>> readers() {
   r["DEVCTX_CPU_STACK_BYTES"] = [] { return detail::cpu::read_settings().stack_bytes; };
   r["DEVCTX_CPU_SPIN_US"] = [] { return detail::cpu::read_settings().spin_us; };
   r["DEVCTX_CPU_DEVICES"] = [] { return std::uint64_t(detail::cpu::device_count()); };
-  r["DEVCTX_COMM_TIMEOUT_S"] = [] { return std::uint64_t(detail::cpu::comm_timeout_seconds()); };
+  r["DEVCTX_COMM_TIMEOUT_S"] = [] { return std::uint64_t(detail::comm_timeout_seconds()); };
 #if defined(DEVCTX_TESTS_CUDA_BUILT)
   r["DEVCTX_CUDA_STAGING_THRESHOLD"] = [] { return detail::cuda::read_transfer_settings().threshold; };
   r["DEVCTX_CUDA_STAGING_CHUNK_BYTES"] = [] { return detail::cuda::read_transfer_settings().chunk_bytes; };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/backends/cpu/settings.hpp - the CPU backend's environment settings, all read here:
 // DEVCTX_CPU_THREADS, DEVCTX_CPU_STACK_BYTES, DEVCTX_CPU_SPIN_US, DEVCTX_CPU_DEVICES,
-// DEVCTX_COMM_TIMEOUT_S, DEVCTX_CPU_FISSION and DEVCTX_TRACE.
+// DEVCTX_CPU_FISSION and DEVCTX_TRACE (DEVCTX_COMM_TIMEOUT_S: src/comm/communicator.cpp).
 #pragma once
 
 #include <cstddef>
