@@ -6,7 +6,7 @@
 //
 // The subscribers sit behind one test: while no trace records and the queue is not checked,
 // an operation costs what the backend's virtual costs plus one relaxed load and two predictable
-// branches (the trace-off hot path; bench/results/2026-12-04-operation-pipeline.md measures it).
+// branches (the trace-off hot path; bench/results/hot-paths.md measures it).
 #pragma once
 
 #include <exception>
