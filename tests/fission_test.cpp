@@ -178,7 +178,7 @@ DEVCTX_KERNEL void declined(devctx::span<unsigned> out) {
 // Each runs with twins on and off (DEVCTX_CPU_FISSION=0) and the results are compared bitwise;
 // the trace must say "translated" wherever the translator ran on this file.
 
-inline unsigned pow2_ceil(unsigned v) {
+DEVCTX_DEVICE inline unsigned pow2_ceil(unsigned v) {
   unsigned p = 1;
   while (p < v) p *= 2;
   return p;
