@@ -47,6 +47,14 @@ const BackendDescriptor& descriptor_of(Api api) {
 
 std::span<const Backend* const> backends() noexcept { return detail::kBackends; }
 
+// A backend's name is its descriptor's (here rather than in text.cpp, which programs built on a
+// part of devctx, such as the staging engine's test, compile without the descriptors).
+const char* to_string(Api api) noexcept {
+  for (const Backend* b : detail::kBackends)
+    if (b->api == api) return b->name.data();  // a string literal's view: null-terminated
+  return "unknown";
+}
+
 const Backend& backend(Api api) { return detail::descriptor_of(api).backend; }
 
 const Backend& backend(std::string_view name) {

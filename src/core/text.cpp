@@ -6,16 +6,9 @@
 #include <cmath>
 #include <iterator>
 
-#include <devctx/backend.hpp>
 #include <devctx/device_info.hpp>
 
 namespace devctx {
-
-const char* to_string(Api api) noexcept {
-  for (const Backend* b : backends())
-    if (b->api == api) return b->name.data();  // a string literal's view: null-terminated
-  return "unknown";
-}
 
 namespace detail {
 
