@@ -57,8 +57,10 @@ failure_digest() {
   local log
   for log in build-test-*/Testing/Temporary/LastTest.log; do
     [ -f "$log" ] && [ "$log" -nt "$run_started" ] || continue
-    grep -E 'Failure|FAILED|failed|Error|error:|ERROR|AddressSanitizer|ThreadSanitizer|runtime error|SUMMARY|Segmentation|Aborted|Expected|Which is|Value of|Actual|Exception|terminate|^ +#[0-7] ' "$log" |
-      grep -vE '^\[       OK|tests? passed|0 tests failed' | head -60 | sed "s|^|$log: |"
+    # Only the sections of tests that failed (each ends with "Test Passed." or "Test Failed.").
+    awk '/^[0-9]+\/[0-9]+ Testing: /{n=0} {buf[n++]=$0} /^Test Failed/{for(i=0;i<n;i++) print buf[i]; n=0}' "$log" |
+      grep -E 'Testing: |Command: |Failure|FAILED|failed|Error|error:|ERROR|AddressSanitizer|ThreadSanitizer|runtime error|SUMMARY|Segmentation|Aborted|Expected|Which is|Value of|Actual|Exception|terminate|^ +#[0-7] ' |
+      grep -vE '^\[       OK|tests? passed|0 tests failed' | head -80 | sed "s|^|$log: |"
   done
 }
 trap 'status=$?; section "(end)"; [ $status = 0 ] || { echo "== why it failed (from each build directory'"'"'s Testing/Temporary/LastTest.log)"; failure_digest; }

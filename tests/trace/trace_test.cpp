@@ -727,12 +727,25 @@ void expect_complete_probe_trace(const std::string& path, const std::string& out
   EXPECT_EQ(*ids.begin(), 1u);
   EXPECT_EQ(*ids.rbegin(), ids.size());  // 1..N, no gap
   EXPECT_EQ(doc.at("otherData").at("operations").get<std::uint64_t>(), ids.size());
-  EXPECT_EQ(doc.at("otherData").at("operations_without_device_time").get<std::uint64_t>(), 0u);
+  // Each operation with device work has its device execution, or is counted among those the
+  // recorder consumed before their device work finished: it keeps at most 16384 records pending
+  // (bounded memory), which a device that falls far behind its host threads (a loaded CI
+  // machine) can exceed.
+  const auto late = doc.at("otherData").at("operations_without_device_time").get<long>();
+  long device_work = 0, device_events = 0;
   for (const auto& [file_kind, probe_name] : std::map<std::string, std::string>{
            {"fill", "fills"}, {"kernel", "kernels"}, {"copy", "copies"}}) {
     EXPECT_EQ(host_kinds[file_kind], counts.at(probe_name)) << file_kind;
-    EXPECT_EQ(device_kinds[file_kind], counts.at(probe_name)) << file_kind;
+    EXPECT_LE(device_kinds[file_kind], counts.at(probe_name)) << file_kind;
+    device_work += counts.at(probe_name);
+    device_events += device_kinds[file_kind];
   }
+  for (const char* other : {"wait", "host_task"}) {
+    device_work += host_kinds[other];
+    device_events += device_kinds[other];
+  }
+  EXPECT_EQ(device_events + late, device_work) << late << " consumed before their device work finished";
+  EXPECT_LE(late, device_work / 2) << "most device executions are in the file";
 }
 
 TEST(TraceFile, IsStreamedCompleteAndValid) {

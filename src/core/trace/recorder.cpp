@@ -62,7 +62,7 @@ struct DeviceTrack {
   const DeviceImpl* device = nullptr;
   std::weak_ptr<DeviceImpl> alive;  // tells a new device at a reused address from this one
   std::string label;
-  bool base_tried = false;
+  bool base_done = false;  // the reference event was made (base) or could not be (no base)
   std::shared_ptr<EventImpl> base;  // reached at host time base_us
   double base_us = 0;
   std::vector<std::weak_ptr<QueueImpl>> queues;  // stream n is queues[n - 1]
@@ -97,6 +97,7 @@ struct Sink {
 // Leaked on purpose: operations may be recorded from destructors of static objects.
 struct State {
   std::mutex mutex;
+  std::mutex base_mutex;  // held while a device's reference event is made (ensure_base)
   // Read without the lock by every record, set by start() and clear(): atomic.
   std::atomic<Clock::rep> epoch{Clock::now().time_since_epoch().count()};
   std::vector<DeviceTrack> tracks;
@@ -170,24 +171,37 @@ int stream_of(DeviceTrack& t, const QueueImpl& queue) {
 
 /// Gives the device its reference event once: on a queue of its own (empty, so that waiting
 /// for the event waits for nothing else), synchronized, its host time taken right after.
+///
+/// Every thread recording on the device returns only once the event is made (or could not be):
+/// a record taken while another thread was still making it would find no reference when its
+/// device times are read, and lose them without being counted among the late ones.
 void ensure_base(State& s, std::size_t track, DeviceImpl& device) noexcept {
-  {
+  const auto done = [&] {
     const std::lock_guard lock(s.mutex);
-    if (s.tracks[track].base_tried) return;
-    s.tracks[track].base_tried = true;
-  }
+    return track >= s.tracks.size() || s.tracks[track].device != &device || s.tracks[track].base_done;
+  };
+  if (done()) return;
   try {
-    auto queue = device.create_queue();
-    auto event = queue->record_event();
-    event->synchronize();
-    const double at = now_us(s);
+    const std::lock_guard making(s.base_mutex);
+    if (done()) return;
+    std::shared_ptr<EventImpl> event;
+    double at = 0;
+    try {
+      auto queue = device.create_queue();
+      event = queue->record_event();
+      event->synchronize();
+      at = now_us(s);
+    } catch (...) {
+      event.reset();  // No device times for this device (it failed, or memory ran out): host times remain.
+    }
     const std::lock_guard lock(s.mutex);
     if (track < s.tracks.size() && s.tracks[track].device == &device) {
       s.tracks[track].base = std::move(event);
       s.tracks[track].base_us = at;
+      s.tracks[track].base_done = true;
     }
   } catch (...) {
-    // No device times for this device (it failed, or memory ran out): host times remain.
+    // std::system_error from the mutex: the record goes without device times.
   }
 }
 
