@@ -197,7 +197,9 @@ std::string wrapper_source(const Module& module, std::string_view name, Target t
   s += "\n#line 1 \"";
   s += kEntryFile;
   s += "\"\n#define DEVCTX_RUNTIME_ENTRY_OK 1\n#include <devctx/detail/runtime/entry.hpp>\n";
-  const std::string k = "&" + std::string(name);
+  // Appended, not "&" + name: GCC 12 at -O3 warns (-Wrestrict) on operator+(const char*, string&&).
+  std::string k = "&";
+  k.append(name);
   if (target == Target::cpu) {
     s += "extern \"C\" __attribute__((visibility(\"default\"))) const devctx::detail::rt::CpuEntry* devctx_rt_entry() {\n";
     s += "  return devctx::detail::rt::CpuEntryOf<" + k + ">::get();\n}\n";
