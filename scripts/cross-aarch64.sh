@@ -4,7 +4,7 @@
 # test suite under qemu-user, then checks the AArch64 fiber switch with branch protection (BTI
 # and pointer authentication) enforced by qemu. Installs what it needs (as root or with sudo):
 # g++-aarch64-linux-gnu and qemu-user (scripts/packages.txt), and GoogleTest for arm64 from
-# Debian's multiarch archive (after `dpkg --add-architecture arm64`).
+# Debian's multiarch archive (after `dpkg --add-architecture arm64`), with libssl-dev for arm64.
 #
 # Usage: bash scripts/cross-aarch64.sh [BUILD_DIR]     (default build-aarch64)
 set -euo pipefail
@@ -14,7 +14,7 @@ jobs=$(nproc)
 sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
 
 bash scripts/setup.sh
-arm64_packages=(libgtest-dev:arm64 libgmock-dev:arm64)
+arm64_packages=(libgtest-dev:arm64 libgmock-dev:arm64 libssl-dev:arm64)  # libssl-dev: the runtime-kernel cache's SHA-256
 missing=()
 for p in "${arm64_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
