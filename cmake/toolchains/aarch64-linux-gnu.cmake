@@ -13,3 +13,5 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 # ctest and try_run run target programs through qemu, with the cross toolchain's C and C++
 # runtime libraries (libc6-arm64-cross, libstdc++6-arm64-cross) as the target's root.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# pkg-config (FindOpenSSL asks it first) reads the target's .pc files, not the build machine's.
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")
