@@ -4,7 +4,9 @@
 # test suite under qemu-user, then checks the AArch64 fiber switch with branch protection (BTI
 # and pointer authentication) enforced by qemu. Installs what it needs (as root or with sudo):
 # g++-aarch64-linux-gnu and qemu-user (scripts/packages.txt), and GoogleTest for arm64 from
-# Debian's multiarch archive (after `dpkg --add-architecture arm64`), with libssl-dev for arm64.
+# Debian's multiarch archive (after `dpkg --add-architecture arm64`), with libssl-dev for arm64,
+# and libstdc++6 for arm64: the tests run on the target's own runtime (glibc's loader, libc,
+# libstdc++, libcrypto all from Debian's arm64 packages; see cmake/toolchains/aarch64-linux-gnu.cmake).
 #
 # Usage: bash scripts/cross-aarch64.sh [BUILD_DIR]     (default build-aarch64)
 set -euo pipefail
@@ -14,7 +16,7 @@ jobs=$(nproc)
 sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
 
 bash scripts/setup.sh
-arm64_packages=(libgtest-dev:arm64 libgmock-dev:arm64 libssl-dev:arm64)  # libssl-dev: the runtime-kernel cache's SHA-256
+arm64_packages=(libgtest-dev:arm64 libgmock-dev:arm64 libssl-dev:arm64 libstdc++6:arm64)  # libssl-dev: the runtime-kernel cache's SHA-256
 missing=()
 for p in "${arm64_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -52,7 +54,7 @@ fi
 # four and one of two fail there; all pass natively, in CI's x86-64 runs).
 left_out=(-E "^devctx_trust_tests_Cpu(AddressSpace|ThreadsEnv)$")
 if [ -e "$binfmt/qemu-aarch64" ] && grep -qx enabled "$binfmt/qemu-aarch64" 2>/dev/null; then
-  export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu  # for the programs the kernel starts through qemu
+  export QEMU_LD_PREFIX=/  # for the programs the kernel starts through qemu: the multiarch runtime
 else
   echo "cross-aarch64: binfmt_misc cannot start AArch64 programs here: the trust tests that re-execute themselves are left out"
   left_out=(-E "^devctx_trust_tests_Cpu")
@@ -63,7 +65,7 @@ fi
 # workers): under qemu they would take most of CI's time; one shorter fuzzer run stands in for
 # the fuzzers.
 ctest --test-dir "$dir" --output-on-failure -j "$jobs" -LE "compile|fuzz|checked|workers" "${left_out[@]}"
-QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 "$dir/tests/devctx_fuzz_diff" --seed 1 --ops 20000
+qemu-aarch64 -L / "$dir/tests/devctx_fuzz_diff" --seed 1 --ops 20000
 
 echo "== AArch64 fiber switch with BTI and PAC enforced (qemu-aarch64 -cpu max)"
 bp="$dir/branch-protection"
@@ -76,7 +78,7 @@ if ! aarch64-linux-gnu-readelf -n "$bp/libdevctx_bp.so" | grep -q "AArch64 featu
 fi
 aarch64-linux-gnu-g++ -std=c++20 -O2 -DDEVCTX_BRANCH_PROTECTION_PROGRAM tests/fiber_branch_protection.cpp \
   -L"$bp" -ldevctx_bp -o "$bp/check"
-run_bp() { QEMU_LD_PREFIX=/usr/aarch64-linux-gnu LD_LIBRARY_PATH="$bp" qemu-aarch64 -cpu max "$bp/check" "$@"; }
+run_bp() { LD_LIBRARY_PATH="$bp" qemu-aarch64 -L / -cpu max "$bp/check" "$@"; }
 for violation in bti pac; do
   if run_bp --expect-fault "$violation" >/dev/null 2>&1; then
     echo "cross-aarch64: a planted $violation violation was not caught: qemu does not enforce it here" >&2; exit 1
