@@ -2,9 +2,10 @@
 # cmake -DTARGET=<name> -DSUMMARIES=<files> -P devctxFissionSummary.cmake: prints the fission
 # translator's one-line summary for a target (cmake/devctxFission.cmake runs it before the
 # target links): how many of its barrier kernels got a block-level twin, how many stay on fibers
-# and the first reason.
+# and the first reason, and how many barrier-free map kernels got a twin (one vectorisable loop).
 cmake_minimum_required(VERSION 3.25)  # today's policies: empty list fields kept, quoted if() arguments
 set(translated 0)
+set(map 0)
 set(fibers 0)
 set(hand 0)
 set(first "")
@@ -29,6 +30,8 @@ foreach(file IN LISTS SUMMARIES)
     endif()
     if(state STREQUAL "translated")
       math(EXPR translated "${translated} + 1")
+    elseif(state STREQUAL "map")
+      math(EXPR map "${map} + 1")
     elseif(state STREQUAL "hand")
       math(EXPR hand "${hand} + 1")
     else()
@@ -49,4 +52,8 @@ set(by_hand "")
 if(hand GREATER 0)
   set(by_hand ", ${hand} with a hand-written prologue")
 endif()
-message("devctx fission: ${TARGET}: ${translated} barrier kernels translated, ${fibers} on fibers${by_hand}${first}")
+set(maps "")
+if(map GREATER 0)
+  set(maps "; ${map} map kernels as one vectorisable loop")
+endif()
+message("devctx fission: ${TARGET}: ${translated} barrier kernels translated, ${fibers} on fibers${by_hand}${first}${maps}")

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """tools/fission/devctx_fission.py - the fission translator: writes a copy of a kernel file in
 which every thread-level kernel with barriers that it can prove safe gets a block-level twin
-(loops over the block's threads between barriers) and a prologue that runs the twin when the CPU
+(loops over the block's threads between barriers), as does every barrier-free map kernel (one loop
+over the threads its bounds guard admits, which the compiler can vectorise), and a prologue that runs the twin when the CPU
 backend offers it the block (docs/cpu-backend.md, "Translated kernels"; docs/internals.md,
 "The fission translator").
 
@@ -1055,6 +1056,229 @@ class KernelTranslator:
                 "#endif\n")
 
 
+
+# ---- barrier-free kernels: one loop the compiler can vectorise ------------------------------------
+# A kernel without barriers already runs as a plain loop over the block's threads, but that loop
+# keeps the bounds guard (`if (i < n)`) inside it and stores the thread index to thread-local state
+# for every thread, and g++ vectorises neither. When the kernel is a map over a 64-bit global index
+# - `const std::size_t i = devctx::global_idx().x;` then `if (i < n) S` or `if (i >= n) return; S`,
+# n block-uniform - its twin loops over exactly the threads the guard admits, with `i` a local the
+# compiler can see, so the loop vectorises as OpenMP's does (issue 26's K1). Anything else keeps
+# the plain loop, silently: nothing is lost, as the plain loop is not on fibers.
+
+MATH_FUNCTIONS = {"sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "fabs", "abs", "fmin", "fmax",
+                  "min", "max", "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                  "pow", "floor", "ceil", "round", "trunc", "fma", "erf", "erfc", "cbrt", "hypot", "copysign"}
+WIDE_INTEGRAL_KINDS = {"ULONG", "ULONGLONG", "LONG", "LONGLONG"}
+
+
+def is_global_x(c):
+    """`c` is exactly devctx::global_idx().x (through implicit conversions)."""
+    c = strip(c)
+    # Implicit conversions, and casts to a 64-bit integer type (exact: the index is below 2^42).
+    while (kind(c) == "UNEXPOSED_EXPR" or (kind(c) in ("CXX_STATIC_CAST_EXPR", "CSTYLE_CAST_EXPR",
+                                                       "CXX_FUNCTIONAL_CAST_EXPR") and
+                                            c.type.get_canonical().kind.name in WIDE_INTEGRAL_KINDS)) \
+            and len(children(c)) == 1:
+        c = strip(children(c)[0])
+    if kind(c) != "MEMBER_REF_EXPR" or c.spelling != "x":
+        return False
+    ch = children(c)
+    return bool(ch) and kind(strip(ch[0])) == "CALL_EXPR" and devctx_function(strip(ch[0])) == "global_idx"
+
+
+class MapKernel:
+    """The twin of a barrier-free map kernel (see above), or Decline."""
+
+    def __init__(self, kt):
+        self.kt = kt
+
+    def index_decl(self, stmt):
+        """The VAR_DECL of `const <64-bit integer> i = devctx::global_idx().x;`, else None."""
+        if kind(stmt) != "DECL_STMT" or len(children(stmt)) != 1:
+            return None
+        v = children(stmt)[0]
+        if kind(v) != "VAR_DECL" or not v.type.is_const_qualified():
+            return None
+        if v.type.get_canonical().kind.name not in WIDE_INTEGRAL_KINDS:
+            return None
+        init = children(v)
+        return v if init and is_global_x(init[-1]) else None
+
+    def guard(self, stmt, index_key):
+        """(op, bound cursor, then-statement or None) of `if (i OP n) S` / `if (i OP n) return;`."""
+        if kind(stmt) != "IF_STMT" or len(children(stmt)) != 2:
+            return None
+        cond, then = children(stmt)
+        cond = strip(cond)
+        if kind(cond) != "BINARY_OPERATOR":
+            return None
+        op = self.kt.binary_op(cond)
+        lr = children(cond)
+        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+        if len(lr) != 2 or op not in flip:
+            return None
+
+        def is_index(c):
+            c = strip(c)
+            while kind(c) == "UNEXPOSED_EXPR" and len(children(c)) == 1:
+                c = strip(children(c)[0])
+            return kind(c) == "DECL_REF_EXPR" and c.referenced is not None and self.kt.key(c.referenced) == index_key
+        if is_index(lr[0]):
+            bound = lr[1]
+        elif is_index(lr[1]):
+            bound, op = lr[0], flip[op]
+        else:
+            return None
+        if self.kt.uniform(bound) is not None or bound.type.get_canonical().kind.name not in INTEGRAL_KINDS:
+            return None
+        return op, bound, then
+
+    def needs_thread_index(self, cursors):
+        """Whether the copied statements may read the thread index through the thread-local state:
+        they call something other than a devctx view's members, numbers-only functions, <cmath>
+        or the block's uniform functions. (Bounds-checked builds always set it: the twin's code
+        says so.)"""
+        for root in cursors:
+            for c in root.walk_preorder():
+                if kind(c) != "CALL_EXPR":
+                    continue
+                ref = c.referenced
+                if ref is None:
+                    return True
+                name = devctx_function(c)
+                if name in UNIFORM_FUNCTIONS:
+                    continue
+                if name is not None:
+                    return True  # thread_idx, atomics, printing: they see the thread index
+                rk = kind(ref)
+                ns = qualified(ref)
+                if rk in ("CXX_METHOD", "CONSTRUCTOR", "CONVERSION_FUNCTION") and ns[:1] in (["devctx"], ["std"]):
+                    continue  # span / tensor indexing and sizes, std::array, std::complex
+                if ns[:1] in (["std"], []) and ref.spelling.rstrip("f").rstrip("l") in MATH_FUNCTIONS | {"fabs", "fmin", "fmax"}:
+                    continue
+                if rk == "FUNCTION_DECL" and self.kt.pure_function(ref):
+                    continue
+                return True
+        return False
+
+    def translate(self):
+        kt = self.kt
+        kt.assigned = kt.modified_refs(kt.body)
+        for p in kt.params:
+            if not p.spelling:
+                raise Decline("a parameter has no name")
+            if p.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE"):
+                raise Decline("a reference parameter")
+            if kt.key(p) in kt.assigned:
+                raise Decline("the kernel assigns a parameter")
+        body_text = kt.src(kt.body)
+        if any(line.lstrip().startswith("#") for line in body_text.splitlines()[1:]):
+            raise Decline("preprocessor directives inside the kernel's body")
+        stmts = children(kt.body)
+        index = None
+        n = 0
+        while n < len(stmts) and kind(stmts[n]) == "DECL_STMT":
+            v = self.index_decl(stmts[n])
+            if v is not None and index is None:
+                index = v
+            elif index is None or len(children(stmts[n])) != 1:
+                raise Decline("not a map over devctx::global_idx().x")
+            else:
+                # Another local before the guard: it runs for the admitted threads only, so it
+                # must be a pure function of the index and block-uniform values.
+                init = children(children(stmts[n])[0])
+                if init and kt.uniform(init[-1], allow_thread=True, remat_keys=frozenset({kt.key(index)})) is not None:
+                    raise Decline("a local before the guard that is not a pure function of the index")
+            n += 1
+        if index is None or n >= len(stmts):
+            raise Decline("not a map over devctx::global_idx().x")
+        g = self.guard(stmts[n], kt.key(index))
+        if g is None:
+            raise Decline("no bounds guard on the index")
+        op, bound, then = g
+        then_s = strip(then)
+        if kind(then_s) == "RETURN_STMT" and not children(then_s):
+            # if (i >= n) return; ... : the threads that stay are those with i < n.
+            negate = {">=": "<", ">": "<="}
+            if op not in negate:
+                raise Decline("an early return that does not bound the index from above")
+            op = negate[op]
+            rest = stmts[n + 1:]
+        else:
+            if op not in ("<", "<="):
+                raise Decline("a guard that does not bound the index from above")
+            if n + 1 != len(stmts):
+                raise Decline("statements after the guard")
+            rest = [then]
+        for c in rest:
+            for x in c.walk_preorder():
+                if kind(x) in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT", "ASM_STMT",
+                               "GCC_ASM_STMT", "CXX_THROW_EXPR", "CXX_TRY_STMT"):
+                    raise Decline(f"it uses {kind(x).lower()}")
+                if kind(x) == "VAR_DECL" and x.storage_class.name == "STATIC":
+                    raise Decline("a static local")
+        pre = stmts[:n]
+        tls_needed = self.needs_thread_index([s for s in pre if s is not None and
+                                              self.index_decl(s) is None] + rest)
+        return self.emit(index, op, bound, pre, rest, tls_needed)
+
+    def emit(self, index, op, bound, pre, rest, tls_needed):
+        kt = self.kt
+        f = "::devctx::detail::cpu::fission::"
+        itype = index.type.get_canonical().spelling.replace("const ", "").strip()
+        btype = bound.type.get_canonical().spelling
+        # The parameters the copied code reads, by value (as the barrier twins capture them): an
+        # unused capture would be a new warning, and the translated file must add none.
+        used = set()
+        for root in list(pre) + list(rest):
+            for c in root.walk_preorder():
+                if kind(c) == "DECL_REF_EXPR" and c.referenced is not None and kt.is_param(c.referenced):
+                    used.add(kt.key(c.referenced))
+        captures = ", ".join(p.spelling for p in kt.params if kt.key(p) in used)
+        ptext = kt.file.text(kt.params[0].extent.start.offset, kt.params[-1].extent.end.offset) if kt.params else ""
+        tmpl = kt.template_parts()[0]
+        end_fn = "global_lt_end" if op == "<" else "global_le_end"
+        out = ["#if !defined(__CUDA_ARCH__)\n",
+               f"// The block-level twin of {kt.name} (devctx fission translator, a map kernel: one loop over\n"
+               "// the threads its bounds guard admits; docs/cpu-backend.md).\n",
+               f"{tmpl}\n" if tmpl else "",
+               f"static inline void {kt.twin_name()}({ptext}) {{\n",
+               "  const std::uint64_t devctx_base = std::uint64_t(::devctx::detail::cpu::tls.block_idx.x) * "
+               "::devctx::detail::cpu::tls.block_dim.x;\n",
+               f"  const std::size_t devctx_end = {f}{end_fn}<{itype}>(static_cast<{btype}>({kt.src(bound)}), "
+               "devctx_base);\n",
+               # Bounds-checked builds: span and tensor indexing name the thread in their errors.
+               "#if defined(DEVCTX_CHECK_BOUNDS)\n",
+               f"  {f}map_threads<true>(devctx_end, ",
+               f"[&{', ' + captures if captures else ''}]([[maybe_unused]] std::size_t devctx_x) {{\n",
+               "#else\n",
+               f"  {f}map_threads<{'true' if tls_needed else 'false'}>(devctx_end, ",
+               f"[&{', ' + captures if captures else ''}]([[maybe_unused]] std::size_t devctx_x) {{\n",
+               "#endif\n"]
+        for s in pre:
+            line = kt.file.line_of(s.extent.start.offset)
+            if self.index_decl(s) is not None:
+                out.append(f'#line {line} "{kt.file.path}"\n')
+                out.append(f"    [[maybe_unused]] const {itype} {index.spelling} = static_cast<{itype}>(devctx_base + "
+                           "devctx_x);\n")
+            else:
+                out.append(f'#line {line} "{kt.file.path}"\n')
+                out.append(f"    [[maybe_unused]] {kt.src(s)};\n" if not kt.src(s).rstrip().endswith(";")
+                           else f"    [[maybe_unused]] {kt.src(s)}\n")
+        for s in rest:
+            line = kt.file.line_of(s.extent.start.offset)
+            start, end = kt.offsets(s)
+            text = kt.file.text(start, end)
+            if not text.rstrip().endswith((";", "}")):
+                end = kt.file.stmt_end(end)
+                text = kt.file.text(start, end)
+            out.append(f'#line {line} "{kt.file.path}"\n')
+            out.append(f"    {text}\n")
+        out.append("  });\n}\n#endif\n")
+        return "".join(out)
+
+
 def decline_prologue(name, reason):
     r = reason.replace("\\", "\\\\").replace('"', '\\"')
     return ("\n#if !defined(__CUDA_ARCH__)\n"
@@ -1114,8 +1338,6 @@ def translate(path, flags, resource_dir, out_path):
     for fn in kernels:
         body = [c for c in fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
         syncs = sync.syncs_in(body)
-        if not syncs:
-            continue  # no barrier: the plain loop runs it
         params = [c for c in fn.get_children() if kind(c) == "PARM_DECL"]
         if params and "devctx::Block" in params[0].type.get_canonical().spelling:
             continue
@@ -1123,9 +1345,25 @@ def translate(path, flags, resource_dir, out_path):
                                      ())) > 1
         body_text = file.text(body.extent.start.offset, body.extent.end.offset)
         if "take_fission_offer" in body_text or "decline_fission_offer" in body_text:
-            results.append(("hand", fn.spelling, "its prologue is written by hand"))
+            if syncs:
+                results.append(("hand", fn.spelling, "its prologue is written by hand"))
             continue
         brace = body.extent.start.offset + 1
+        if not syncs:
+            # No barrier: the plain loop runs it as it is, unless it is a map kernel, whose twin
+            # is one loop the compiler can vectorise (MapKernel).
+            if overloaded:
+                continue
+            kt = KernelTranslator(fn, file, sync, ci)
+            try:
+                twin = MapKernel(kt).translate()
+            except Decline:
+                continue
+            line_start = file.line_start(fn.extent.start.offset)
+            inserts.append((line_start, twin + f'#line {file.line_of(line_start)} "{file.path}"\n'))
+            inserts.append((brace, kt.prologue() + f'#line {file.line_of(brace)} "{file.path}"\n'))
+            results.append(("map", fn.spelling, ""))
+            continue
         kt = KernelTranslator(fn, file, sync, ci)
         try:
             if overloaded:
@@ -1160,7 +1398,11 @@ def translate(path, flags, resource_dir, out_path):
         out += text.encode("utf-8")
         pos = off
     out += data[pos:]
-    header = f'#line 1 "{file.path}"\n'.encode("utf-8")
+    # g++'s -Wsubobject-linkage takes a file named by #line for a header, and warns about every
+    # class with a base in an anonymous namespace (a test fixture, say) as if it were in one;
+    # the generated file is the translation unit's main file, so the warning does not apply.
+    header = ("#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC diagnostic ignored \"-Wsubobject-linkage\"\n"
+              f'#endif\n#line 1 "{file.path}"\n').encode("utf-8")
     generated = header + bytes(out)
     # The translation must parse again, else the file is compiled as it was.
     tu2 = index.parse(out_path, args=args + ["-iquote", os.path.dirname(file.path)],

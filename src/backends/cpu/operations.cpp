@@ -221,7 +221,7 @@ std::string KernelOp::execution_path() const {
     path = concat("translated: the kernel's block-level twin ran ",
                   translated_blocks_ == blocks_ ? std::string("every block")
                                                 : concat(translated_blocks_.load(), " of ", blocks_, " blocks"),
-                  " as loops over its threads between barriers");
+                  " as loops over its threads (between barriers, if it has any)");
   else if (cooperative_blocks_ == 0) path = "plain loop: no thread reached barrier() or a warp operation";
   else
     path = concat("cooperative fibers for ", cooperative_blocks_.load(), " of ", blocks_, " blocks (", why_, ")",

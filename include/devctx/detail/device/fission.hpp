@@ -12,6 +12,7 @@
 // Parsed by every pass, nvcc's device pass too (as cpu_state.hpp): the CPU runners that name it
 // are parsed there, never emitted.
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include <devctx/detail/base/config.hpp>
@@ -164,6 +165,56 @@ template <class T, class U>
     if (c < C(0)) return limit;
   if (C(limit) <= c) return limit;
   return std::size_t(c);
+}
+
+/// A map kernel's twin (the translator's MapKernel): runs `f(x)` for x in [0, x_end) of every row
+/// of the block, rows in the plain loop's order. With `SetIndex` false the copied code provably
+/// reads no thread index but through `x`, so nothing is stored per thread and the loop over x
+/// is one the compiler can vectorise.
+template <bool SetIndex, class F>
+[[gnu::always_inline]] inline void map_threads(std::size_t x_end, F&& f) {
+  const Dim3 d = tls.block_dim;  // tls by name, never bound to a reference: see cpu_state.hpp
+  if (d.x > 1024 || d.y > 1024 || d.z > 1024) __builtin_unreachable();
+  if (x_end > d.x) x_end = d.x;
+  for (unsigned z = 0; z < d.z; ++z) {
+    for (unsigned y = 0; y < d.y; ++y) {
+      if constexpr (SetIndex) {
+        tls.thread_idx.z = z;
+        tls.thread_idx.y = y;
+      }
+      DEVCTX_IVDEP
+      for (std::size_t x = 0; x < x_end; ++x) {
+        if constexpr (SetIndex) tls.thread_idx.x = unsigned(x);
+        f(x);
+        if constexpr (SetIndex) tls.thread_idx.x = unsigned(x);
+      }
+    }
+  }
+}
+
+/// The threads x of the block for which `T(base + x) < u` holds are [0, global_lt_end): `base`
+/// is the block's first global x index (below 2^42, so exact in T, a 64-bit integer type).
+template <class T, class U>
+[[nodiscard]] inline std::size_t global_lt_end(U u, std::uint64_t base) noexcept {
+  static_assert(std::is_integral_v<T> && sizeof(T) == 8 && std::is_integral_v<U>);
+  const std::size_t limit = tls.block_dim.x;
+  using C = Common<T, U>;
+  const C c = C(u), b = C(T(base));
+  if (!(b < c)) return 0;
+  const auto room = std::uint64_t(c - b);
+  return room < limit ? std::size_t(room) : limit;
+}
+
+/// The threads x for which `T(base + x) <= u` holds are [0, global_le_end).
+template <class T, class U>
+[[nodiscard]] inline std::size_t global_le_end(U u, std::uint64_t base) noexcept {
+  static_assert(std::is_integral_v<T> && sizeof(T) == 8 && std::is_integral_v<U>);
+  const std::size_t limit = tls.block_dim.x;
+  using C = Common<T, U>;
+  const C c = C(u), b = C(T(base));
+  if (c < b) return 0;
+  const auto room = std::uint64_t(c - b);
+  return room < limit ? std::size_t(room) + 1 : limit;
 }
 
 }  // namespace fission
