@@ -10,7 +10,31 @@ if(DEVCTX_ENABLE_CUDA)
 else()
   set(_devctx_rt_nvcc "nvcc")
 endif()
-configure_file(${PROJECT_SOURCE_DIR}/src/runtime/devctx_runtime_config.hpp.in
-               ${PROJECT_BINARY_DIR}/generated/devctx_runtime_config.hpp @ONLY)
+set(_devctx_rt_config_in "${PROJECT_SOURCE_DIR}/src/runtime/devctx_runtime_config.hpp.in")
+set(_devctx_rt_config_out "${PROJECT_BINARY_DIR}/generated/devctx_runtime_config.hpp")
 target_include_directories(devctx PRIVATE $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>)
-unset(_devctx_rt_nvcc)
+
+# The fission translator for runtime-compiled CPU sources (src/runtime/fission.cpp): the one the
+# build found (cmake/devctxFission.cmake decides once per configure run). Written at the end of
+# this directory, when the target's DEVCTX_CUDA property the decision reads is set.
+function(_devctx_rt_write_config)
+  _devctx_fission_decide()
+  set(_devctx_rt_fission_python "")
+  set(_devctx_rt_fission_libclang "")
+  set(_devctx_rt_fission_resource "")
+  string(REGEX REPLACE "[^A-Za-z0-9 _.,:=/()+-]" " " _devctx_rt_fission_why "${DEVCTX_FISSION_WHY}")
+  if(DEVCTX_FISSION_ON)
+    get_property(_devctx_rt_fission_python GLOBAL PROPERTY DEVCTX_FISSION_PYTHON_USED)
+    get_property(_devctx_rt_fission_resource GLOBAL PROPERTY DEVCTX_FISSION_RESOURCE_USED)
+    execute_process(COMMAND "${_devctx_rt_fission_python}" -c "import importlib.metadata as m; print(m.version('libclang'))"
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE _devctx_rt_fission_libclang ERROR_QUIET
+                    OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 60)
+    if(NOT rc EQUAL 0)
+      set(_devctx_rt_fission_libclang "unknown")
+    endif()
+    set(_devctx_rt_fission_why "")
+  endif()
+  set(_devctx_rt_fission_tool_install "${CMAKE_INSTALL_FULL_LIBDIR}/cmake/devctx/fission/devctx_fission.py")
+  configure_file("${_devctx_rt_config_in}" "${_devctx_rt_config_out}" @ONLY)
+endfunction()
+cmake_language(DEFER CALL _devctx_rt_write_config)
