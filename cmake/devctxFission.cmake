@@ -15,7 +15,9 @@
 #
 # The translator never fails a build: a file it cannot translate is compiled as written.
 
-set(_devctx_fission_dir "${CMAKE_CURRENT_LIST_DIR}")
+# This file's directory, for the functions below whichever directory scope calls them (devctx's
+# own, a parent project's after add_subdirectory, or cmake_language(DEFER)'s).
+set_property(GLOBAL PROPERTY DEVCTX_FISSION_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 # Sets DEVCTX_FISSION_ON (TRUE/FALSE) and DEVCTX_FISSION_WHY in the caller's scope, once per
 # configure run, and prints the decision.
@@ -33,6 +35,7 @@ function(_devctx_fission_decide)
   set(enabled FALSE)
   set(why "")
   set(tool "")
+  get_property(_devctx_fission_dir GLOBAL PROPERTY DEVCTX_FISSION_CMAKE_DIR)
   foreach(candidate "${_devctx_fission_dir}/../tools/fission/devctx_fission.py" "${_devctx_fission_dir}/fission/devctx_fission.py")
     if(EXISTS "${candidate}")
       get_filename_component(tool "${candidate}" ABSOLUTE)
@@ -176,6 +179,7 @@ function(_devctx_fission_sources target out)
   get_target_property(has_summary ${target} DEVCTX_FISSION_SUMMARY_STEP)
   if(NOT has_summary)
     set_target_properties(${target} PROPERTIES DEVCTX_FISSION_SUMMARY_STEP TRUE)
+    get_property(_devctx_fission_dir GLOBAL PROPERTY DEVCTX_FISSION_CMAKE_DIR)
     set(script "${_devctx_fission_dir}/devctxFissionSummary.cmake")
     if(NOT EXISTS "${script}")
       set(script "${_devctx_fission_dir}/fission/devctxFissionSummary.cmake")
