@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -651,6 +652,20 @@ TEST_P(RuntimeKernels, CudaStyleReductionRunsTranslatedBitwiseAsOnFibers) {
   for (std::size_t k = 0; k < blocks; ++k) ASSERT_EQ(std::memcmp(&a[k], &c[k], sizeof(float)), 0) << k;
 }
 
+/// A stand-in for the translator's Python, run as `<it> <script> --input I --output O --summary S
+/// ...`: writes `output` (or nothing) and a summary line, and exits with `status`.
+std::filesystem::path fake_translator(const std::filesystem::path& dir, const std::string& output, int status) {
+  const std::filesystem::path script = dir / ("fake-python-" + std::to_string(status) + ".sh");
+  std::ofstream f(script);
+  f << "#!/bin/sh\nout=; summary=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    --output) out=$2; shift;;\n"
+       "    --summary) summary=$2; shift;;\n  esac\n  shift\ndone\n";
+  if (!output.empty()) f << "printf '%s\\n' '" << output << "' > \"$out\"\n";
+  f << "printf 'translated\\ttree_sum\\t\\n' > \"$summary\"\nexit " << status << "\n";
+  f.close();
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return script;
+}
+
 TEST_P(RuntimeKernels, TranslatorOffOrBrokenStillCompilesAndSaysWhy) {
   if (!on_cpu()) GTEST_SKIP() << "the fission translator is for the CPU backend";
   if (checking_everything()) GTEST_SKIP() << "DEVCTX_CHECK=1: every launch is checked, none runs a twin";
@@ -659,30 +674,38 @@ TEST_P(RuntimeKernels, TranslatorOffOrBrokenStillCompilesAndSaysWhy) {
   const std::size_t n = 128 * 9 + 5, blocks = (n + 127) / 128;
   const auto in = devctx_test::random_vector<float>(rng, n, -100.f, 100.f);
   auto din = upload(ctx(), in);
+  // A translator whose copy does not compile, one that fails, one that cannot be run, and off.
+  const std::string broken = fake_translator(cache.path, "#error a translation g++ refuses", 0).string();
+  const std::string failing = fake_translator(cache.path, "", 3).string();
   struct Case {
-    const char* variable;
-    const char* value;
+    std::vector<std::pair<const char*, std::string>> env;
     const char* why;
   };
   const Case cases[] = {
-      {"DEVCTX_RT_FISSION", "0", "DEVCTX_RT_FISSION=0 turned the translator off"},
-      {"DEVCTX_FISSION_PYTHON", "/nonexistent/devctx-test-python", "did not run on this runtime-compiled source"},
+      {{{"DEVCTX_RT_FISSION", "0"}}, "DEVCTX_RT_FISSION=0 turned the translator off"},
+      {{{"DEVCTX_FISSION_PYTHON", "/nonexistent/devctx-test-python"}, {"DEVCTX_FISSION_RESOURCE_DIR", "/"}},
+       "did not run on this runtime-compiled source (/nonexistent/devctx-test-python cannot be run"},
+      {{{"DEVCTX_FISSION_PYTHON", failing}, {"DEVCTX_FISSION_RESOURCE_DIR", "/"}}, "stopped with status 3"},
+      {{{"DEVCTX_FISSION_PYTHON", broken}, {"DEVCTX_FISSION_RESOURCE_DIR", "/"}},
+       "the fission translator's copy of this runtime-compiled source did not compile, so it was compiled as written"},
   };
   for (const Case& c : cases) {
-    const devctx_test::ScopedEnv env(c.variable, c.value);
+    std::vector<std::unique_ptr<devctx_test::ScopedEnv>> env;
+    for (const auto& [name, value] : c.env) env.push_back(std::make_unique<devctx_test::ScopedEnv>(name, value.c_str()));
+    const std::string label = std::string(c.env[0].first) + "=" + c.env[0].second;
     const devctx::Module m = reduction_module(token);
     const auto f = ctx().compile_function(m, "tree_sum");
-    EXPECT_EQ(f.load_kind(), devctx::LoadKind::compiled) << c.variable << " is part of the cache key";
+    EXPECT_EQ(f.load_kind(), devctx::LoadKind::compiled) << label << ": the translator is part of the cache key";
     auto out = poisoned_buffer<float>(ctx(), blocks);
     const auto paths = traced_paths(ctx(), [&] { ctx().enqueue_function(f, cover(n, 128), din, out); });
     ASSERT_EQ(paths.size(), 1u);
     EXPECT_NE(paths[0].rfind("translated: ", 0), 0u) << paths[0];
-    EXPECT_NE(paths[0].find(c.why), std::string::npos) << c.variable << ": " << paths[0];
+    EXPECT_NE(paths[0].find(c.why), std::string::npos) << label << ": " << paths[0];
     const auto got = download(ctx(), out);
     ctx().synchronize();
     for (std::size_t k = 0; k < blocks; ++k) {
       const float expected = host_tree_sum(in, k);
-      ASSERT_EQ(std::memcmp(&got[k], &expected, sizeof(float)), 0) << c.variable << " block " << k;
+      ASSERT_EQ(std::memcmp(&got[k], &expected, sizeof(float)), 0) << label << " block " << k;
     }
   }
 }

@@ -242,9 +242,24 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
       fission_off = rt::fission_reason(t, name);
       user_source = std::move(t.source);
     }
-    const std::string source = rt::wrapper_source(module, name, target, user_source, fission_off);
-    payload = rt::compile(target, source, module, name, std::filesystem::temp_directory_path(), arch,
-                           initial_exec_tls);
+    const auto compile = [&](const std::string& text, const std::string& reason) {
+      return rt::compile(target, rt::wrapper_source(module, name, target, text, reason), module, name,
+                         std::filesystem::temp_directory_path(), arch, initial_exec_tls);
+    };
+    if (user_source == module.source()) {
+      payload = compile(user_source, fission_off);
+    } else {
+      try {
+        payload = compile(user_source, fission_off);
+      } catch (const CompileError& e) {
+        // The translated copy did not compile: the source as written decides (its own errors,
+        // if any, are the user's), and the trace says why the kernel has no twin.
+        std::string first = e.log().substr(0, e.log().find('\n'));
+        payload = compile(module.source(), concat("the fission translator's copy of this runtime-compiled source did "
+                                                  "not compile, so it was compiled as written (",
+                                                  first.substr(0, 200), ")"));
+      }
+    }
     if (dir) rt::cache_store(*dir, key, *payload);
   }
   if (target == rt::Target::cpu) {
