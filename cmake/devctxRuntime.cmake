@@ -10,7 +10,55 @@ if(DEVCTX_ENABLE_CUDA)
 else()
   set(_devctx_rt_nvcc "nvcc")
 endif()
-configure_file(${PROJECT_SOURCE_DIR}/src/runtime/devctx_runtime_config.hpp.in
-               ${PROJECT_BINARY_DIR}/generated/devctx_runtime_config.hpp @ONLY)
+set(_devctx_rt_config_in "${PROJECT_SOURCE_DIR}/src/runtime/devctx_runtime_config.hpp.in")
+set(_devctx_rt_config_out "${PROJECT_BINARY_DIR}/generated/devctx_runtime_config.hpp")
 target_include_directories(devctx PRIVATE $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>)
-unset(_devctx_rt_nvcc)
+
+# The fission translator for runtime-compiled CPU sources (src/runtime/fission.cpp): the one the
+# build found (cmake/devctxFission.cmake decides once per configure run); in a CUDA build, whose
+# kernel files nvcc compiles untranslated, the one _devctx_fission_find finds, since runtime CPU
+# sources are compiled by the host compiler there too. DEVCTX_FISSION=OFF records none. Written at
+# the end of this directory, when the target's DEVCTX_CUDA property the decision reads is set.
+# The target property DEVCTX_RT_FISSION says whether one was recorded (the tests read it).
+function(_devctx_rt_write_config)
+  _devctx_fission_decide()
+  set(_devctx_rt_fission_python "")
+  set(_devctx_rt_fission_libclang "")
+  set(_devctx_rt_fission_resource "")
+  set(why "${DEVCTX_FISSION_WHY}")
+  if(DEVCTX_FISSION_ON)
+    get_property(_devctx_rt_fission_python GLOBAL PROPERTY DEVCTX_FISSION_PYTHON_USED)
+    get_property(_devctx_rt_fission_resource GLOBAL PROPERTY DEVCTX_FISSION_RESOURCE_USED)
+    execute_process(COMMAND "${_devctx_rt_fission_python}" -c "import importlib.metadata as m; print(m.version('libclang'))"
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE _devctx_rt_fission_libclang ERROR_QUIET
+                    OUTPUT_STRIP_TRAILING_WHITESPACE TIMEOUT 60)
+    if(NOT rc EQUAL 0)
+      set(_devctx_rt_fission_libclang "unknown")
+    endif()
+  elseif(DEVCTX_ENABLE_CUDA AND NOT DEVCTX_FISSION STREQUAL "OFF" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    _devctx_fission_find(python libclang resource)
+    if(python STREQUAL "")
+      set(why "no Python with the libclang bindings was found (scripts/setup.sh makes one)")
+    elseif(resource STREQUAL "" OR NOT EXISTS "${resource}/include")
+      set(why "no clang builtin headers were found (install clang)")
+    else()
+      set(_devctx_rt_fission_python "${python}")
+      set(_devctx_rt_fission_libclang "${libclang}")
+      set(_devctx_rt_fission_resource "${resource}")
+      message(STATUS "devctx: fission translator for runtime-compiled CPU kernels: libclang ${libclang} via ${python}, "
+                     "builtin headers from ${resource}")
+    endif()
+  endif()
+  string(REGEX REPLACE "[^A-Za-z0-9 _.,:=/()+-]" " " _devctx_rt_fission_why "${why}")
+  if(NOT _devctx_rt_fission_python STREQUAL "")
+    set(_devctx_rt_fission_why "")
+  endif()
+  if(_devctx_rt_fission_python STREQUAL "")
+    set_target_properties(devctx PROPERTIES DEVCTX_RT_FISSION 0)
+  else()
+    set_target_properties(devctx PROPERTIES DEVCTX_RT_FISSION 1)
+  endif()
+  set(_devctx_rt_fission_tool_install "${CMAKE_INSTALL_FULL_LIBDIR}/cmake/devctx/fission/devctx_fission.py")
+  configure_file("${_devctx_rt_config_in}" "${_devctx_rt_config_out}" @ONLY)
+endfunction()
+cmake_language(DEFER CALL _devctx_rt_write_config)

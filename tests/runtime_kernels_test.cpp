@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -536,6 +538,176 @@ TEST_P(RuntimeKernels, ConcurrentProcessesCompileOneKernel) {
   EXPECT_EQ(ctx().compile_function(m, "vector_add").load_kind(), devctx::LoadKind::cached);
   for (const auto& e : std::filesystem::directory_iterator(cache.path))
     EXPECT_EQ(e.path().extension(), ".dck") << "a temporary file was left behind: " << e.path();
+}
+
+// ---- the fission translator on runtime-compiled sources (CPU) ------------------------------------
+
+/// Whether devctx's configure step found the fission translator (tests/CMakeLists.txt).
+constexpr bool kTranslatorBuilt = DEVCTX_TESTS_RT_FISSION != 0;
+
+bool checking_everything() {
+  const char* c = std::getenv("DEVCTX_CHECK");
+  return c != nullptr && *c != '\0' && std::string(c) != "0";
+}
+
+/// The execution paths the trace recorded for the kernels launched by `launch`.
+template <class F>
+std::vector<std::string> traced_paths(devctx::DeviceContext& ctx, F&& launch) {
+  ctx.synchronize();
+  devctx::trace::clear();
+  devctx::trace::start();
+  launch();
+  ctx.synchronize();
+  std::vector<std::string> paths;
+  for (const devctx::trace::Operation& op : devctx::trace::operations())
+    if (op.kind == devctx::trace::Kind::kernel) paths.push_back(op.execution);
+  devctx::trace::stop();
+  devctx::trace::clear();
+  return paths;
+}
+
+/// A CUDA-style reduction (shared memory, barriers in a loop) in a source of its own; its blocks
+/// of 128 threads each write one float.
+constexpr const char* kReductionSource = R"(#include <devctx/kernel.hpp>
+
+// TOKEN
+DEVCTX_KERNEL void tree_sum(devctx::span<const float> in, devctx::span<float> out) {
+  DEVCTX_SHARED(float, tile, 128);
+  const unsigned t = devctx::thread_idx().x;
+  const std::size_t i = devctx::global_idx().x;
+  tile[t] = i < in.size() ? in[i] * 1.5f : 0.0f;
+  devctx::barrier();
+  for (unsigned s = devctx::block_dim().x / 2; s > 0; s /= 2) {
+    if (t < s) tile[t] += tile[t + s];
+    devctx::barrier();
+  }
+  if (t == 0) out[devctx::block_idx().x] = tile[0];
+}
+)";
+
+/// The kernel's result for one block, in its order of additions (so it is bitwise the same).
+float host_tree_sum(const std::vector<float>& in, std::size_t block) {
+  std::vector<float> tile(128);
+  for (std::size_t t = 0; t < 128; ++t) {
+    const std::size_t i = block * 128 + t;
+    tile[t] = i < in.size() ? in[i] * 1.5f : 0.0f;
+  }
+  for (std::size_t s = 64; s > 0; s /= 2)
+    for (std::size_t t = 0; t < s; ++t) tile[t] += tile[t + s];
+  return tile[0];
+}
+
+devctx::Module reduction_module(std::uint64_t token) {
+  std::string src = kReductionSource;
+  src.replace(src.find("TOKEN"), 5, "token " + std::to_string(token));
+  return devctx::Module(std::move(src), "tree_sum.cpp");
+}
+
+TEST_P(RuntimeKernels, CudaStyleReductionRunsTranslatedBitwiseAsOnFibers) {
+  if (!on_cpu()) GTEST_SKIP() << "the fission translator is for the CPU backend";
+  if (checking_everything()) GTEST_SKIP() << "DEVCTX_CHECK=1: every launch is checked, none runs a twin";
+  const TempCache cache;
+  const devctx::Module m = reduction_module(rng());
+  const auto f = ctx().compile_function(m, "tree_sum");
+  EXPECT_EQ(f.load_kind(), devctx::LoadKind::compiled);
+  const std::size_t n = 128 * 45 + 77, blocks = (n + 127) / 128;
+  const auto in = devctx_test::random_vector<float>(rng, n, -100.f, 100.f);
+  auto din = upload(ctx(), in);
+  auto twin = poisoned_buffer<float>(ctx(), blocks);
+  auto fibers = poisoned_buffer<float>(ctx(), blocks);
+  const auto translated_paths = traced_paths(ctx(), [&] { ctx().enqueue_function(f, cover(n, 128), din, twin); });
+  const auto fiber_paths = traced_paths(ctx(), [&] {
+    const devctx_test::ScopedEnv off("DEVCTX_CPU_FISSION", "0");
+    ctx().enqueue_function(f, cover(n, 128), din, fibers);
+  });
+  ASSERT_EQ(translated_paths.size(), 1u);
+  ASSERT_EQ(fiber_paths.size(), 1u);
+  if (kTranslatorBuilt) {
+    EXPECT_EQ(translated_paths[0].rfind("translated: the kernel's block-level twin ran every block", 0), 0u)
+        << translated_paths[0];
+  } else {
+    EXPECT_NE(translated_paths[0].find("not translated: the fission translator did not run on this runtime-compiled "
+                                       "source (the translator was off when devctx was built"),
+              std::string::npos)
+        << translated_paths[0];
+  }
+  EXPECT_NE(fiber_paths[0].find("DEVCTX_CPU_FISSION=0 turned translated twins off"), std::string::npos) << fiber_paths[0];
+  const auto a = download(ctx(), twin);
+  const auto b = download(ctx(), fibers);
+  ctx().synchronize();
+  for (std::size_t k = 0; k < blocks; ++k) {
+    ASSERT_EQ(std::memcmp(&a[k], &b[k], sizeof(float)), 0) << "block " << k << ": " << a[k] << " vs " << b[k];
+    const float expected = host_tree_sum(in, k);
+    ASSERT_EQ(std::memcmp(&a[k], &expected, sizeof(float)), 0) << "block " << k << ": " << a[k] << " vs " << expected;
+  }
+  // A cached load runs translated too: the reason (or its absence) is in the kernel's code.
+  const auto again = ctx().compile_function(m, "tree_sum");
+  EXPECT_EQ(again.load_kind(), devctx::LoadKind::cached);
+  auto cached_out = poisoned_buffer<float>(ctx(), blocks);
+  const auto cached_paths = traced_paths(ctx(), [&] { ctx().enqueue_function(again, cover(n, 128), din, cached_out); });
+  ASSERT_EQ(cached_paths.size(), 1u);
+  EXPECT_EQ(cached_paths[0].rfind("translated: ", 0) == 0, kTranslatorBuilt) << cached_paths[0];
+  const auto c = download(ctx(), cached_out);
+  ctx().synchronize();
+  for (std::size_t k = 0; k < blocks; ++k) ASSERT_EQ(std::memcmp(&a[k], &c[k], sizeof(float)), 0) << k;
+}
+
+/// A stand-in for the translator's Python, run as `<it> <script> --input I --output O --summary S
+/// ...`: writes `output` (or nothing) and a summary line, and exits with `status`.
+std::filesystem::path fake_translator(const std::filesystem::path& dir, const std::string& output, int status) {
+  const std::filesystem::path script = dir / ("fake-python-" + std::to_string(status) + ".sh");
+  std::ofstream f(script);
+  f << "#!/bin/sh\nout=; summary=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    --output) out=$2; shift;;\n"
+       "    --summary) summary=$2; shift;;\n  esac\n  shift\ndone\n";
+  if (!output.empty()) f << "printf '%s\\n' '" << output << "' > \"$out\"\n";
+  f << "printf 'translated\\ttree_sum\\t\\n' > \"$summary\"\nexit " << status << "\n";
+  f.close();
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return script;
+}
+
+TEST_P(RuntimeKernels, TranslatorOffOrBrokenStillCompilesAndSaysWhy) {
+  if (!on_cpu()) GTEST_SKIP() << "the fission translator is for the CPU backend";
+  if (checking_everything()) GTEST_SKIP() << "DEVCTX_CHECK=1: every launch is checked, none runs a twin";
+  const TempCache cache;
+  const std::uint64_t token = rng();
+  const std::size_t n = 128 * 9 + 5, blocks = (n + 127) / 128;
+  const auto in = devctx_test::random_vector<float>(rng, n, -100.f, 100.f);
+  auto din = upload(ctx(), in);
+  // A translator whose copy does not compile, one that fails, one that cannot be run, and off.
+  const std::string broken = fake_translator(cache.path, "#error a translation g++ refuses", 0).string();
+  const std::string failing = fake_translator(cache.path, "", 3).string();
+  struct Case {
+    std::vector<std::pair<const char*, std::string>> env;
+    const char* why;
+  };
+  const Case cases[] = {
+      {{{"DEVCTX_RT_FISSION", "0"}}, "DEVCTX_RT_FISSION=0 turned the translator off"},
+      {{{"DEVCTX_FISSION_PYTHON", "/nonexistent/devctx-test-python"}, {"DEVCTX_FISSION_RESOURCE_DIR", "/"}},
+       "did not run on this runtime-compiled source (/nonexistent/devctx-test-python cannot be run"},
+      {{{"DEVCTX_FISSION_PYTHON", failing}, {"DEVCTX_FISSION_RESOURCE_DIR", "/"}}, "stopped with status 3"},
+      {{{"DEVCTX_FISSION_PYTHON", broken}, {"DEVCTX_FISSION_RESOURCE_DIR", "/"}},
+       "the fission translator's copy of this runtime-compiled source did not compile, so it was compiled as written"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::unique_ptr<devctx_test::ScopedEnv>> env;
+    for (const auto& [name, value] : c.env) env.push_back(std::make_unique<devctx_test::ScopedEnv>(name, value.c_str()));
+    const std::string label = std::string(c.env[0].first) + "=" + c.env[0].second;
+    const devctx::Module m = reduction_module(token);
+    const auto f = ctx().compile_function(m, "tree_sum");
+    EXPECT_EQ(f.load_kind(), devctx::LoadKind::compiled) << label << ": the translator is part of the cache key";
+    auto out = poisoned_buffer<float>(ctx(), blocks);
+    const auto paths = traced_paths(ctx(), [&] { ctx().enqueue_function(f, cover(n, 128), din, out); });
+    ASSERT_EQ(paths.size(), 1u);
+    EXPECT_NE(paths[0].rfind("translated: ", 0), 0u) << paths[0];
+    EXPECT_NE(paths[0].find(c.why), std::string::npos) << label << ": " << paths[0];
+    const auto got = download(ctx(), out);
+    ctx().synchronize();
+    for (std::size_t k = 0; k < blocks; ++k) {
+      const float expected = host_tree_sum(in, k);
+      ASSERT_EQ(std::memcmp(&got[k], &expected, sizeof(float)), 0) << label << " block " << k;
+    }
+  }
 }
 
 // ---- checking mode (CPU) --------------------------------------------------------------------------

@@ -8,10 +8,6 @@
 void launch_noop(devctx::StreamRef s, devctx::DeviceBuffer<float>& out) {
   s.enqueue_function<bench_noop>({.grid_dim = 1, .block_dim = 32}, out, 1.0f);
 }
-void launch_block_sum(devctx::StreamRef s, const devctx::LaunchConfig& c, const devctx::DeviceBuffer<float>& in,
-                      devctx::DeviceBuffer<float>& out) {
-  s.enqueue_function<bench_block_sum>(c, in, out);
-}
 void launch_saxpy(devctx::StreamRef s, const devctx::LaunchConfig& c, const devctx::DeviceBuffer<float>& x,
                   devctx::DeviceBuffer<float>& y) {
   s.enqueue_function<bench_saxpy>(c, 2.0f, x, y);

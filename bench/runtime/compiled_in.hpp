@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench/runtime/compiled_in.hpp - launches of bench_kernels.hpp's kernels compiled into the program.
+// bench/runtime/compiled_in.hpp - launches of bench_kernels.hpp's kernels (compiled_in.cpp) and
+// of reduction_kernel.cpp's, compiled into the program.
 #pragma once
 
 #include <devctx/devctx.hpp>

@@ -1,14 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench/runtime/runtime_kernels_bench.cpp - runtime-compiled kernels against the same source
-// compiled in, on one device (DEVCTX_DEVICE, default the default device):
-//   1. compile_function: cold (empty cache) and cached load, median of several runs;
+// compiled in, on one device (DEVCTX_DEVICE, default the default device; the same binary built
+// with CUDA measures nvcc and the GPU):
+//   1. compile_function: cold (empty cache) and cached load, median of several runs; on the CPU
+//      cold also with DEVCTX_RT_FISSION=0 (the fission translator's share of a cold compile);
 //   2. cost per launch of a tiny kernel (many enqueued, then one synchronize), runtime against compiled-in;
-//   3. a barrier-heavy reduction and saxpy over 2^22 floats, runtime against compiled-in.
-// Prints a Markdown table; ratios are against the compiled-in row measured in the same run.
+//   3. the CUDA-style barrier reduction (reduction_kernel.cpp, compiled in and at run time from
+//      the same file) and saxpy over 2^22 floats, runtime against compiled-in; on the CPU also
+//      the runtime-compiled reduction with the translator off, and each one's execution path
+//      as the trace records it (translated, or fibers and why).
+// Prints Markdown tables; ratios are against the compiled-in row measured in the same run.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,10 +35,33 @@ using devctx_bench::median;
 
 void set_env(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
 
+/// The execution path the trace records for the one kernel `launch` enqueues ("-" when none).
+std::string execution_of(devctx::DeviceContext& ctx, const std::function<void()>& launch) {
+  ctx.synchronize();
+  devctx::trace::clear();
+  devctx::trace::start();
+  launch();
+  ctx.synchronize();
+  std::string path = "-";
+  for (const devctx::trace::Operation& op : devctx::trace::operations())
+    if (op.kind == devctx::trace::Kind::kernel && !op.execution.empty()) path = op.execution;
+  devctx::trace::stop();
+  devctx::trace::clear();
+  return path;
+}
+
+/// An execution path in short: "translated", or "cooperative fibers: not translated: <why>".
+std::string short_path(const std::string& path) {
+  if (path.rfind("translated", 0) == 0) return "translated";
+  const std::size_t why = path.find("not translated: ");
+  return path.substr(0, path.find(' ', path.find("fibers") + 1)) +
+         (why == std::string::npos ? "" : ": " + path.substr(why));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int trials = 7;
+  int trials = 21;
   devctx_bench::Args args("devctx_bench_runtime_kernels",
                           "Runtime-compiled kernels against the same kernels compiled in: cold compile, cached load, "
                           "launch cost, kernel speed (DEVCTX_DEVICE picks the device)");
@@ -40,31 +71,48 @@ int main(int argc, char** argv) {
   if (::mkdtemp(dir.data()) == nullptr) return 1;
   set_env("DEVCTX_CACHE_DIR", dir);
   devctx::DeviceContext ctx;
+  const bool cpu = ctx.api() == devctx::Api::cpu;
   std::printf("# runtime-compiled kernels on %s\n\n", ctx.name().c_str());
   const devctx::Module module = devctx::Module::from_file(DEVCTX_BENCH_KERNELS_FILE);
+  const devctx::Module reduction = devctx::Module::from_file(DEVCTX_BENCH_REDUCTION_FILE, {"-DDEVCTX_BENCH_RUNTIME_SOURCE=1"});
 
-  // 1. compile_function: cold (a fresh cache directory each time) and cached.
-  std::vector<double> cold;
+  // 1. compile_function: cold (a fresh cache directory each time; on the CPU alternately with the
+  //    fission translator and without) and cached.
+  std::vector<double> cold, cold_plain;
   for (int r = 0; r < 3; ++r) {
-    const std::string fresh = dir + "/cold" + std::to_string(r);
-    set_env("DEVCTX_CACHE_DIR", fresh);
-    const auto f = ctx.compile_function(module, "bench_saxpy");
-    if (f.load_kind() != devctx::LoadKind::compiled) return 2;
-    cold.push_back(f.load_ms());
+    for (const bool plain : {false, true}) {
+      if (plain && !cpu) continue;
+      set_env("DEVCTX_CACHE_DIR", dir + "/cold" + std::to_string(r) + (plain ? "p" : ""));
+      if (plain) set_env("DEVCTX_RT_FISSION", "0");
+      const auto f = ctx.compile_function(module, "bench_saxpy");
+      ::unsetenv("DEVCTX_RT_FISSION");
+      if (f.load_kind() != devctx::LoadKind::compiled) return 2;
+      (plain ? cold_plain : cold).push_back(f.load_ms());
+    }
   }
   std::vector<double> cached;
+  set_env("DEVCTX_CACHE_DIR", dir + "/cold0");  // holds bench_saxpy as compiled by default
   for (int r = 0; r < 20; ++r) {
     const auto f = ctx.compile_function(module, "bench_saxpy");
     if (f.load_kind() != devctx::LoadKind::cached) return 3;
     cached.push_back(f.load_ms());
   }
-  std::printf("| compile_function(bench_saxpy) | median ms |\n|---|---|\n| cold (compiler runs) | %.1f |\n"
-              "| cached load | %.3f |\n\n",
-              median(cold), median(cached));
+  std::printf("| compile_function(bench_saxpy) | median ms |\n|---|---|\n| cold (compiler runs%s) | %.1f |\n",
+              cpu ? ", fission translator first" : "", median(cold));
+  if (cpu) std::printf("| cold, DEVCTX_RT_FISSION=0 (compiler only) | %.1f |\n", median(cold_plain));
+  std::printf("| cached load | %.3f |\n\n", median(cached));
 
+  set_env("DEVCTX_CACHE_DIR", dir);
   const auto noop = ctx.compile_function(module, "bench_noop");
-  const auto block_sum = ctx.compile_function(module, "bench_block_sum");
+  const auto block_sum = ctx.compile_function(reduction, "bench_block_sum");
   const auto saxpy = ctx.compile_function(module, "bench_saxpy");
+  // The same reduction compiled as written (on fibers), for reference.
+  std::optional<devctx::DeviceFunction> block_sum_plain;
+  if (cpu) {
+    set_env("DEVCTX_RT_FISSION", "0");
+    block_sum_plain = ctx.compile_function(reduction, "bench_block_sum");
+    ::unsetenv("DEVCTX_RT_FISSION");
+  }
 
   // The two forms alternate, so that drift in the machine's load affects both alike.
   auto pair = [&](const std::function<void()>& compiled, const std::function<void()>& runtime, int reps) {
@@ -103,18 +151,35 @@ int main(int argc, char** argv) {
   ctx.enqueue_memset(y, 0.5f);
   ctx.synchronize();
   const devctx::LaunchConfig cover{.grid_dim = unsigned(n / 256), .block_dim = 256};
-  const auto [sum_compiled, sum_runtime] = pair([&] { launch_block_sum(ctx, cover, x, sums); },
-                                                [&] { ctx.enqueue_function(block_sum, cover, x, sums); }, trials);
+  const auto sum_compiled_launch = [&] { launch_block_sum(ctx, cover, x, sums); };
+  const auto sum_runtime_launch = [&] { ctx.enqueue_function(block_sum, cover, x, sums); };
+  const auto [sum_compiled, sum_runtime] = pair(sum_compiled_launch, sum_runtime_launch, trials);
   const auto [saxpy_compiled, saxpy_runtime] = pair([&] { launch_saxpy(ctx, cover, x, y); },
                                                     [&] { ctx.enqueue_function(saxpy, cover, 2.0f, x, y); }, trials);
+  // On the CPU: the reduction compiled at run time as written, against the compiled-in one.
+  double sum_plain = 0, sum_plain_compiled = 0;
+  if (block_sum_plain)
+    std::tie(sum_plain_compiled, sum_plain) =
+        pair(sum_compiled_launch, [&] { ctx.enqueue_function(*block_sum_plain, cover, x, sums); }, std::min(trials, 3));
 
   std::printf("| measure | compiled in | runtime-compiled | runtime / compiled in |\n|---|---|---|---|\n");
   std::printf("| tiny kernel, us per launch (%d enqueued, then synchronize) | %.3f | %.3f | %.2f |\n", launches, compiled_launch,
               runtime_launch, runtime_launch / compiled_launch);
-  std::printf("| block_sum (barriers, 2^22 floats), ms | %.3f | %.3f | %.2f |\n", sum_compiled, sum_runtime,
+  std::printf("| block_sum (CUDA-style, barriers, 2^22 floats), ms | %.3f | %.3f | %.2f |\n", sum_compiled, sum_runtime,
               sum_runtime / sum_compiled);
+  if (block_sum_plain)
+    std::printf("| block_sum, runtime-compiled with DEVCTX_RT_FISSION=0, ms | %.3f | %.3f | %.2f |\n", sum_plain_compiled,
+                sum_plain, sum_plain / sum_plain_compiled);
   std::printf("| saxpy (2^22 floats), ms | %.3f | %.3f | %.2f |\n", saxpy_compiled, saxpy_runtime,
               saxpy_runtime / saxpy_compiled);
+  if (cpu) {
+    std::printf("\nblock_sum's execution path (DEVCTX_TRACE):\n- compiled in: %s\n- runtime-compiled: %s\n",
+                short_path(execution_of(ctx, sum_compiled_launch)).c_str(),
+                short_path(execution_of(ctx, sum_runtime_launch)).c_str());
+    if (block_sum_plain)
+      std::printf("- runtime-compiled, DEVCTX_RT_FISSION=0: %s\n",
+                  short_path(execution_of(ctx, [&] { ctx.enqueue_function(*block_sum_plain, cover, x, sums); })).c_str());
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return 0;

@@ -84,19 +84,29 @@ class Context:
 
     def __repr__(self) -> str: ...
 
+    def create_stream(self, priority: Optional[int] = None) -> Stream:
+        """
+        A new stream of this context's device (devctx::DeviceContext::create_stream). priority: None, or one of the device's stream priorities (the CPU backend has one, 0).
+        """
+
+    def enqueue_wait_for(self, other: Union[Stream, Context]) -> None:
+        """
+        Work enqueued on this context's stream after this call starts only once all work enqueued so far on other (a devctx.Stream, or a devctx.Context's stream) has finished. Returns at once.
+        """
+
     def compile_function(self, module: Module, name: str) -> Function:
         """
         Compiles module's kernel `name` (with template arguments: 'saxpy<float>') for this context's device, through the disk cache (DEVCTX_CACHE_DIR). Raises devctx.CompileError when it does not compile.
         """
 
-    def enqueue_function(self, function: Function, *args, grid_dim: object, block_dim: object, shared_bytes: object = 0, stream: object | None = None) -> None:
+    def enqueue_function(self, function: Function, *args: Any, grid_dim: Shape, block_dim: Shape, shared_bytes: int = 0, stream: Union[Stream, Context, None] = None) -> None:
         """
-        Enqueues fn on this context's stream with args (devctx arrays or __dlpack__ objects for spans and pointers, Python numbers for scalars), checked against fn.signature first: a mismatch raises and enqueues nothing.
+        Enqueues fn with args (devctx arrays or __dlpack__ objects for spans and pointers, Python numbers for scalars), checked against fn.signature first: a mismatch raises and enqueues nothing. stream: None (this context's stream), a devctx.Stream of this context's device (Context.create_stream) or a devctx.Context (its stream).
         """
 
-    def bind_function(self, function: Function, *args, grid_dim: object, block_dim: object, shared_bytes: object = 0, stream: object | None = None) -> Launch:
+    def bind_function(self, function: Function, *args: Any, grid_dim: Shape, block_dim: Shape, shared_bytes: int = 0, stream: Union[Stream, Context, None] = None) -> Launch:
         """
-        As enqueue_function, but returns a devctx.Launch that enqueues the launch each time it is called: the arguments are converted once (for hot loops).
+        As enqueue_function, but returns a devctx.Launch that enqueues the launch (on stream) each time it is called: the arguments are converted once (for hot loops).
         """
 
 class DeviceArray:
@@ -196,6 +206,33 @@ def _softmax(ctx: Context, x: DeviceArray, out: DeviceArray, launch_shape: Optio
 def _from_capsule(ctx: Context, capsule: Any) -> DeviceArray:
     """A DeviceArray over a DLPack capsule's tensor (consumes the capsule)."""
 
+class Stream:
+    """
+    A stream of a context's device (devctx::Stream, from Context.create_stream): work enqueued on it runs in order, and may overlap with the context's own stream. Pass it as stream= to Context.enqueue_function / bind_function; order it with enqueue_wait_for.
+    """
+
+    @property
+    def context(self) -> Context:
+        """The devctx.Context it was created from."""
+
+    @property
+    def cuda_stream(self) -> int:
+        """
+        The stream's cudaStream_t as an integer; devctx.Error (not_available) on the CPU backend.
+        """
+
+    def synchronize(self) -> None:
+        """
+        Blocks until all work enqueued on this stream has finished; raises devctx.Error for a failure in it.
+        """
+
+    def enqueue_wait_for(self, other: Union[Stream, Context]) -> None:
+        """
+        Work enqueued on this stream after this call starts only once all work enqueued so far on other (a devctx.Stream, or a devctx.Context's stream) has finished. Returns at once.
+        """
+
+    def __repr__(self) -> str: ...
+
 class Module:
     """
     A kernel source given at run time (devctx::Module): nothing compiles until Context.compile_function.
@@ -257,8 +294,16 @@ class Launch:
     A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.
     """
 
-    def __call__(self) -> None:
-        """Enqueues the launch on its context's stream (checked again by devctx)."""
+    def __call__(self, *, stream: Union[Stream, Context, None] = None) -> None:
+        """
+        Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a devctx.Stream or devctx.Context of the same device) for this call.
+        """
 
     @property
     def function(self) -> Function: ...
+
+    @property
+    def stream(self) -> Union[Stream, Context]:
+        """
+        The devctx.Stream (or devctx.Context, for its own stream) the launch is enqueued on.
+        """

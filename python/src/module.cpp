@@ -28,6 +28,7 @@
 
 #include "kernels.hpp"
 #include "runtime_kernels.hpp"
+#include "streams.hpp"
 
 namespace nb = nanobind;
 
@@ -869,6 +870,7 @@ NB_MODULE(_devctx, m) {
         "shape the GPU uses on the CPU backend too.");
   m.def("_from_capsule", &from_capsule, nb::arg("ctx").none(), nb::arg("capsule").none(),
         "A DeviceArray over a DLPack capsule's tensor (consumes the capsule).");
+  bind_streams(m, [](nb::handle h) { return nb::isinstance<Context>(h) ? nb::cast<const Context&>(h).ctx : nullptr; });
   bind_runtime_kernels(m, {[](nb::handle h) { return nb::isinstance<Context>(h) ? nb::cast<const Context&>(h).ctx : nullptr; },
                           [](nb::handle h, RuntimeArray& out) {
                             if (!nb::isinstance<DeviceArray>(h)) return false;

@@ -21,6 +21,8 @@
 
 #include <devctx/module.hpp>
 
+#include "streams.hpp"
+
 namespace nb = nanobind;
 
 namespace {
@@ -180,8 +182,14 @@ struct Launch {
   devctx::LaunchConfig config;
   std::vector<KernelArg> args;
   nb::list keep;  // the arrays the arguments refer to
+  nb::object context;       // the devctx.Context it was made on
+  devctx::StreamRef stream;  // where it is enqueued (streams.hpp's stream_argument)
+  nb::object stream_owner;   // the devctx.Stream or devctx.Context that owns `stream`
 
-  void enqueue() const { devctx::detail::queue_launch_runtime(devctx::detail::Access::queue(*ctx), fn, config, args.data(), args.size()); }
+  void enqueue(devctx::StreamRef on) const {
+    devctx::detail::queue_launch_runtime(devctx::detail::Access::queue(on), fn, config, args.data(), args.size());
+  }
+  void enqueue() const { enqueue(stream); }
 };
 
 Launch make_launch(nb::handle self, const devctx::DeviceFunction& fn, nb::args args, nb::handle grid_dim,
@@ -189,9 +197,8 @@ Launch make_launch(nb::handle self, const devctx::DeviceFunction& fn, nb::args a
   Launch l;
   l.ctx = hooks_.context_of(self);
   if (!l.ctx) bad_type("enqueue_function: self must be a devctx Context");
-  if (!stream.is_none())
-    bad_type("enqueue_function: stream must be None (the context's stream): the Python binding has no other "
-             "streams yet");
+  l.context = nb::borrow(self);
+  l.stream = stream_argument(stream, self, l.stream_owner, "enqueue_function");
   if (!fn) throw devctx::Error(Errc::invalid_handle, "enqueue_function: an empty Function");
   const auto& params = fn.params();
   if (args.size() != params.size())
@@ -286,8 +293,18 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
       .def("__repr__", [](const devctx::DeviceFunction& fn) { return "Function('" + fn.name() + "', " + fn.signature() + ")"; });
 
   nb::class_<Launch>(m, "Launch", "A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.")
-      .def("__call__", [](const Launch& l) { l.enqueue(); }, "Enqueues the launch on its context's stream (checked again by devctx).")
-      .def_prop_ro("function", [](const Launch& l) { return l.fn; });
+      .def("__call__",
+           [](const Launch& l, nb::handle stream) {
+             if (stream.is_none()) return l.enqueue();
+             nb::object owner;
+             l.enqueue(stream_argument(stream, l.context, owner, "Launch"));
+           },
+           nb::kw_only(), nb::arg("stream").none() = nb::none(),
+           "Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a "
+           "devctx.Stream or devctx.Context of the same device) for this call.")
+      .def_prop_ro("function", [](const Launch& l) { return l.fn; })
+      .def_prop_ro("stream", [](const Launch& l) { return l.stream_owner; },
+                   "The devctx.Stream (or devctx.Context, for its own stream) the launch is enqueued on.");
 
   nb::object context = m.attr("Context");
   nb::setattr(context, "compile_function",
@@ -310,9 +327,10 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
                   },
                   nb::scope(context), nb::name("enqueue_function"), nb::is_method(), nb::arg("function"), nb::arg("args"), nb::kw_only(), nb::arg("grid_dim"),
                   nb::arg("block_dim"), nb::arg("shared_bytes") = 0, nb::arg("stream").none() = nb::none(),
-                  "Enqueues fn on this context's stream with args (devctx arrays or __dlpack__ objects for spans and "
-                  "pointers, Python numbers for scalars), checked against fn.signature first: a mismatch raises and "
-                  "enqueues nothing."));
+                  "Enqueues fn with args (devctx arrays or __dlpack__ objects for spans and pointers, Python numbers "
+                  "for scalars), checked against fn.signature first: a mismatch raises and enqueues nothing. stream: "
+                  "None (this context's stream), a devctx.Stream of this context's device (Context.create_stream) or "
+                  "a devctx.Context (its stream)."));
   nb::setattr(context, "bind_function",
               nb::cpp_function(
                   [](nb::handle self, const devctx::DeviceFunction& fn, nb::args args, nb::handle grid_dim,
@@ -321,6 +339,6 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
                   },
                   nb::scope(context), nb::name("bind_function"), nb::is_method(), nb::arg("function"), nb::arg("args"), nb::kw_only(), nb::arg("grid_dim"),
                   nb::arg("block_dim"), nb::arg("shared_bytes") = 0, nb::arg("stream").none() = nb::none(),
-                  "As enqueue_function, but returns a devctx.Launch that enqueues the launch each time it is called: "
-                  "the arguments are converted once (for hot loops)."));
+                  "As enqueue_function, but returns a devctx.Launch that enqueues the launch (on stream) each time it "
+                  "is called: the arguments are converted once (for hot loops)."));
 }

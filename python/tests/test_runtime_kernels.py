@@ -325,3 +325,135 @@ def test_gpu_refuses_host_memory(rng):
     with pytest.raises(devctx.Error):  # memory of another device
         ctx.enqueue_function(fn, 1.0, devctx.to_device(cpu, y), d_y, grid_dim=2, block_dim=256)
     unchanged(ctx, d_y, y)
+
+
+# ---- streams: stream= on enqueue_function, bind_function and a bound launch ---------------------
+
+AFFINE = r"""
+#include <devctx/kernel.hpp>
+
+DEVCTX_KERNEL void affine(devctx::span<float> y, float a, float b) {
+  const std::size_t i = devctx::global_idx().x;
+  if (i < y.size()) y[i] = y[i] * a + b;
+}
+"""
+
+
+@pytest.mark.parametrize("device", contexts())
+def test_launches_on_a_stream_in_order_with_the_context(device, rng):
+    """Work on a devctx.Stream runs in its order, and waits order it against the context's stream:
+    (y * 2 + 1) on the context, then (* 3 + 5) on the stream, then (* -1 + 0.5) on the context."""
+    ctx = context_for(device)
+    fn = ctx.compile_function(devctx.Module(AFFINE), "affine")
+    stream = ctx.create_stream()
+    assert isinstance(stream, devctx.Stream) and stream.context is ctx
+    n = 100_003
+    y = rng.standard_normal(n, dtype=np.float32)
+    d_y = devctx.to_device(ctx, y)
+    grid = (n + 255) // 256
+    ctx.enqueue_function(fn, d_y, 2.0, 1.0, grid_dim=grid, block_dim=256)
+    stream.enqueue_wait_for(ctx)
+    ctx.enqueue_function(fn, d_y, 3.0, 5.0, grid_dim=grid, block_dim=256, stream=stream)
+    ctx.enqueue_wait_for(stream)
+    ctx.enqueue_function(fn, d_y, -1.0, 0.5, grid_dim=grid, block_dim=256, stream=None)
+    f = np.float32
+    expected = ((y * f(2) + f(1)) * f(3) + f(5)) * f(-1) + f(0.5)
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), expected)
+
+
+def test_stream_synchronize_waits_for_its_launches(ctx, rng):
+    """A NumPy array viewed in place: after stream.synchronize() it holds the stream's results."""
+    fn = ctx.compile_function(devctx.Module(AFFINE), "affine")
+    stream = ctx.create_stream(priority=0)
+    y = rng.standard_normal(5000, dtype=np.float32)
+    expected = y * np.float32(-2) + np.float32(0.25)
+    ctx.enqueue_function(fn, y, -2.0, 0.25, grid_dim=20, block_dim=256, stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(y, expected)
+    assert repr(stream) == "Stream(cpu:0)"
+
+
+def test_bound_launch_on_a_stream_and_per_call_stream(ctx, rng):
+    fn = ctx.compile_function(devctx.Module(AFFINE), "affine")
+    y = rng.standard_normal(700, dtype=np.float32)
+    d_y = devctx.to_device(ctx, y)
+    launch = ctx.bind_function(fn, d_y, 1.5, -1.0, grid_dim=3, block_dim=256, stream=ctx.create_stream())
+    import gc
+    gc.collect()  # the launch keeps its stream (and the stream its context) alive
+    assert isinstance(launch.stream, devctx.Stream)
+    expected = y.copy()
+    for _ in range(3):
+        launch()
+        launch.stream.synchronize()
+        expected = expected * np.float32(1.5) + np.float32(-1.0)
+    other = ctx.create_stream()
+    other.enqueue_wait_for(launch.stream)
+    launch(stream=other)  # this call only, on another stream of the device
+    expected = expected * np.float32(1.5) + np.float32(-1.0)
+    ctx.enqueue_wait_for(other)
+    launch(stream=ctx)
+    expected = expected * np.float32(1.5) + np.float32(-1.0)
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), expected)
+    assert ctx.bind_function(fn, d_y, 1.0, 0.0, grid_dim=3, block_dim=256).stream is ctx
+
+
+@pytest.mark.parametrize("bad", [1, "stream", 0.5, object()])
+def test_stream_argument_of_the_wrong_type_is_refused(ctx, rng, bad):
+    fn = ctx.compile_function(devctx.Module(AFFINE), "affine")
+    y = rng.standard_normal(300, dtype=np.float32)
+    d_y = devctx.to_device(ctx, y)
+    with pytest.raises(TypeError, match="stream takes None, a devctx.Stream"):
+        ctx.enqueue_function(fn, d_y, 2.0, 1.0, grid_dim=2, block_dim=256, stream=bad)
+    with pytest.raises(TypeError, match="stream takes None, a devctx.Stream"):
+        ctx.bind_function(fn, d_y, 2.0, 1.0, grid_dim=2, block_dim=256, stream=bad)
+    launch = ctx.bind_function(fn, d_y, 2.0, 1.0, grid_dim=2, block_dim=256)
+    with pytest.raises(TypeError, match="stream takes None, a devctx.Stream"):
+        launch(stream=bad)
+    with pytest.raises(TypeError):
+        ctx.enqueue_wait_for(bad)
+    with pytest.raises(TypeError):
+        ctx.create_stream().enqueue_wait_for(bad)
+    with pytest.raises(TypeError):
+        ctx.create_stream(priority="high")
+    unchanged(ctx, d_y, y)
+
+
+def test_stream_of_another_device_is_refused(tmp_path):
+    """In a process of two CPU devices (DEVCTX_CPU_DEVICES=2): a stream of cpu:1 for a launch of a
+    cpu:0 context is devctx.Error('wrong_device'), and nothing is enqueued."""
+    import subprocess
+    script = tmp_path / "other_device.py"
+    script.write_text(f"""
+import numpy as np, devctx
+AFFINE = {AFFINE!r}
+ctx, other = devctx.Context("cpu:0"), devctx.Context("cpu:1")
+fn = ctx.compile_function(devctx.Module(AFFINE), "affine")
+y = np.random.default_rng().standard_normal(300).astype(np.float32)
+d_y = devctx.to_device(ctx, y)
+for stream in (other.create_stream(), other):
+    try:
+        ctx.enqueue_function(fn, d_y, 2.0, 1.0, grid_dim=2, block_dim=256, stream=stream)
+        raise SystemExit("no error")
+    except devctx.Error as e:
+        assert e.code == "wrong_device" and "stream belongs to cpu:1" in str(e), str(e)
+    try:
+        ctx.bind_function(fn, d_y, 2.0, 1.0, grid_dim=2, block_dim=256)(stream=stream)
+        raise SystemExit("no error")
+    except devctx.Error as e:
+        assert e.code == "wrong_device", str(e)
+ctx.synchronize()
+assert (devctx.to_numpy(d_y) == y).all()
+print("refused")
+""")
+    env = dict(os.environ, DEVCTX_CPU_DEVICES="2")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "refused" in out.stdout
+
+
+def test_stream_priority_outside_the_range_is_refused(ctx):
+    with pytest.raises(devctx.Error) as info:
+        ctx.create_stream(priority=5)
+    assert info.value.code == "invalid_argument"
+    with pytest.raises(devctx.Error):
+        ctx.create_stream(priority=2**40)

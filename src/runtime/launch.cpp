@@ -249,6 +249,7 @@ void queue_launch_runtime(QueueImpl& queue, const DeviceFunction& function, cons
     l.cpu_run_block_checked = f.cpu->cpu_run_block_checked;
     l.cpu_run_thread_checked = f.cpu->cpu_run_thread_checked;
     l.cpu_spans = f.cpu->cpu_spans;
+    l.fission_off = f.fission_off;
   } else {
     // CUDA: the entry takes the wire as its one parameter.
     l.args = wire;

@@ -24,6 +24,7 @@
 #include "devctx_runtime_config.hpp"
 #include "runtime/cache.hpp"
 #include "runtime/cuda_module.hpp"
+#include "runtime/fission.hpp"
 #include "runtime/runtime_function.hpp"
 #include "runtime/toolchain.hpp"
 
@@ -143,7 +144,7 @@ void expose_devctx_symbols() {
 /// to a fresh user-only directory, loaded, then removed, so that exactly those bytes are loaded
 /// under a name no other load shares (dlopen returns an already loaded object of the same name).
 /// Never unloaded.
-const rt::CpuEntry* load_shared_object(const std::string& payload, const std::string& name) {
+const rt::CpuEntry* load_shared_object(const std::string& payload, const std::string& name, const char*& fission_off) {
   expose_devctx_symbols();
   std::string dir = (std::filesystem::temp_directory_path() / "devctx-load-XXXXXX").string();
   if (::mkdtemp(dir.data()) == nullptr)
@@ -174,6 +175,9 @@ const rt::CpuEntry* load_shared_object(const std::string& payload, const std::st
   if (entry == nullptr || entry->abi != rt::kAbiVersion)
     fail(Errc::backend_error, "compile_function(\"", name, "\"): the kernel's code has no devctx entry of ABI version ",
          rt::kAbiVersion);
+  using ReasonFn = const char* (*)();
+  auto reason_fn = reinterpret_cast<ReasonFn>(::dlsym(handle, "devctx_rt_fission_off"));
+  fission_off = reason_fn != nullptr ? reason_fn() : nullptr;
   return entry;
 }
 
@@ -216,6 +220,7 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
       .add(rt::tree_hash(rt::include_directory()))
       .add(rt::compiler_identity(target))
       .add(target == rt::Target::cpu ? cpu_target() + (initial_exec_tls ? "-tls-ie" : "") : "cuda-" + arch)
+      .add(target == rt::Target::cpu ? rt::translator_identity() : std::string())
       .add(module.name())
       .add(module.source())
       .add(options)
@@ -230,13 +235,35 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
   if (dir) payload = rt::cache_load(*dir, key);
   f->load_kind = payload ? LoadKind::cached : LoadKind::compiled;
   if (!payload) {
-    const std::string source = rt::wrapper_source(module, name, target);
-    payload = rt::compile(target, source, module, name, std::filesystem::temp_directory_path(), arch,
-                           initial_exec_tls);
+    // On the CPU the fission translator's copy of the source, when it runs (never an error).
+    std::string user_source = module.source(), fission_off;
+    if (target == rt::Target::cpu) {
+      rt::Translation t = rt::translate(module, std::filesystem::temp_directory_path());
+      fission_off = rt::fission_reason(t, name);
+      user_source = std::move(t.source);
+    }
+    const auto compile = [&](const std::string& text, const std::string& reason) {
+      return rt::compile(target, rt::wrapper_source(module, name, target, text, reason), module, name,
+                         std::filesystem::temp_directory_path(), arch, initial_exec_tls);
+    };
+    if (user_source == module.source()) {
+      payload = compile(user_source, fission_off);
+    } else {
+      try {
+        payload = compile(user_source, fission_off);
+      } catch (const CompileError& e) {
+        // The translated copy did not compile: the source as written decides (its own errors,
+        // if any, are the user's), and the trace says why the kernel has no twin.
+        std::string first = e.log().substr(0, e.log().find('\n'));
+        payload = compile(module.source(), concat("the fission translator's copy of this runtime-compiled source did "
+                                                  "not compile, so it was compiled as written (",
+                                                  first.substr(0, 200), ")"));
+      }
+    }
     if (dir) rt::cache_store(*dir, key, *payload);
   }
   if (target == rt::Target::cpu) {
-    f->cpu = load_shared_object(*payload, f->name);
+    f->cpu = load_shared_object(*payload, f->name, f->fission_off);
     parse_signature(f->cpu->signature, *f, "the kernel's shared object");
     f->launch_name = std::string_view(f->cpu->name, f->cpu->name_size);
   } else {

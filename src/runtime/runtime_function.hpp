@@ -31,6 +31,8 @@ struct RuntimeFunction {
   double load_ms = 0;
   std::shared_ptr<DeviceImpl> device;  ///< the device it was compiled for
   const rt::CpuEntry* cpu = nullptr;   ///< CPU: the shared object's entry table
+  /// CPU: why the kernel has no translated twin (static, in its shared object), else null.
+  const char* fission_off = nullptr;
   const void* cuda_kernel = nullptr;   ///< CUDA: the cudaKernel_t
 };
 

@@ -21,6 +21,7 @@
 
 #include "core/errors.hpp"
 #include "devctx_runtime_config.hpp"
+#include "runtime/fission.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -33,61 +34,6 @@ constexpr const char* kEntryFile = "devctx-runtime-entry";
 bool has_headers(const std::filesystem::path& dir) {
   std::error_code ec;
   return !dir.empty() && std::filesystem::exists(dir / "devctx" / "detail" / "runtime" / "entry.hpp", ec);
-}
-
-std::string file_text(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// A unique, user-only directory under `root` (removed with its contents by the destructor).
-struct WorkDir {
-  std::filesystem::path path;
-  explicit WorkDir(const std::filesystem::path& root) {
-    std::string pattern = (root / "build-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      fail(Errc::backend_error, "compile_function: cannot make a directory to compile in under ", root.string(), ": ",
-           std::strerror(errno));
-    path = pattern;
-  }
-  ~WorkDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-};
-
-/// Runs argv[0] (found through PATH when it has no '/') with stdout and stderr to `log`.
-/// Returns the exit status, or -1 with `error` set when it could not be started.
-int run_tool(const std::vector<std::string>& argv, const std::filesystem::path& log, int& error) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = 0;
-  error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0) return -1;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) {
-      error = errno;
-      return -1;
-    }
-  if (WIFEXITED(status)) {
-    // posix_spawnp reports a missing program as exit status 127 on some C libraries.
-    if (WEXITSTATUS(status) == 127 && file_text(log).empty()) {
-      error = ENOENT;
-      return -1;
-    }
-    return WEXITSTATUS(status);
-  }
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 /// Where a compiler message points into the user's source: the line, or 0.
@@ -141,6 +87,53 @@ std::string excerpt(const std::string& log, const Module& module, std::string_vi
 
 }  // namespace
 
+std::string file_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+WorkDir::WorkDir(const std::filesystem::path& root) {
+  std::string pattern = (root / "build-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr)
+    fail(Errc::backend_error, "compile_function: cannot make a directory to compile in under ", root.string(), ": ",
+         std::strerror(errno));
+  path = pattern;
+}
+WorkDir::~WorkDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+int run_tool(const std::vector<std::string>& argv, const std::filesystem::path& log, int& error) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      error = errno;
+      return -1;
+    }
+  if (WIFEXITED(status)) {
+    // posix_spawnp reports a missing program as exit status 127 on some C libraries.
+    if (WEXITSTATUS(status) == 127 && file_text(log).empty()) {
+      error = ENOENT;
+      return -1;
+    }
+    return WEXITSTATUS(status);
+  }
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
 std::filesystem::path include_directory() {
   if (const std::string d = setting_text("DEVCTX_INCLUDE_DIR"); !d.empty()) {
     if (!has_headers(d))
@@ -185,15 +178,18 @@ void check_kernel_name(std::string_view name) {
          "(\"saxpy<float>\"), using letters, digits and _ : < > , * & ( ) . - + only");
 }
 
-std::string wrapper_source(const Module& module, std::string_view name, Target target) {
+std::string wrapper_source(const Module& module, std::string_view name, Target target, const std::string& source,
+                           std::string_view fission_reason) {
   std::string s;
-  s.reserve(module.source().size() + 1024);
+  s.reserve(source.size() + 2048);
   s += "// generated by devctx (src/runtime/toolchain.cpp) for kernel ";
   s += name;
-  s += "\n#line 1 \"";
+  s += '\n';
+  if (target == Target::cpu) s += kCpuPrelude;
+  s += "#line 1 \"";
   s += module.name();
   s += "\"\n";
-  s += module.source();
+  s += source;
   s += "\n#line 1 \"";
   s += kEntryFile;
   s += "\"\n#define DEVCTX_RUNTIME_ENTRY_OK 1\n#include <devctx/detail/runtime/entry.hpp>\n";
@@ -203,6 +199,19 @@ std::string wrapper_source(const Module& module, std::string_view name, Target t
   if (target == Target::cpu) {
     s += "extern \"C\" __attribute__((visibility(\"default\"))) const devctx::detail::rt::CpuEntry* devctx_rt_entry() {\n";
     s += "  return devctx::detail::rt::CpuEntryOf<" + k + ">::get();\n}\n";
+    // Why the kernel has no translated twin (the trace's execution path names it), else null.
+    s += "extern \"C\" __attribute__((visibility(\"default\"))) const char* devctx_rt_fission_off() {\n  return ";
+    if (fission_reason.empty()) {
+      s += "nullptr";
+    } else {
+      s += '"';
+      for (const char c : fission_reason) {
+        if (c == '"' || c == '\\') s += '\\';
+        s += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+      }
+      s += '"';
+    }
+    s += ";\n}\n";
   } else {
     s += "extern \"C\" __global__ void devctx_rt_kernel(devctx::detail::rt::CudaEntryOf<" + k + ">::Wire wire) {\n";
     s += "  devctx::detail::rt::CudaEntryOf<" + k + ">::Entry::run(wire);\n}\n";

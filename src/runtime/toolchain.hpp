@@ -14,6 +14,24 @@ namespace devctx::detail::rt {
 
 enum class Target : unsigned char { cpu, cuda };
 
+/// The bytes of `file` (empty when it cannot be read).
+[[nodiscard]] std::string file_text(const std::filesystem::path& file);
+
+/// A unique, user-only directory under `root`, removed with its contents by the destructor.
+/// Throws Error(backend_error) when it cannot be made.
+struct WorkDir {
+  std::filesystem::path path;
+  explicit WorkDir(const std::filesystem::path& root);
+  ~WorkDir();
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+};
+
+/// Runs argv[0] (found through PATH when it has no '/') with stdin from /dev/null and stdout and
+/// stderr to `log`. Returns the exit status, or -1 with `error` (an errno) set when it could not
+/// be started.
+int run_tool(const std::vector<std::string>& argv, const std::filesystem::path& log, int& error);
+
 /// The devctx include directory kernels compile against: DEVCTX_INCLUDE_DIR, else the source
 /// tree's when devctx runs from its build tree, else the installed one. Throws
 /// Error(not_available) when none holds devctx's headers.
@@ -27,9 +45,13 @@ enum class Target : unsigned char { cpu, cuda };
 /// arguments: letters, digits, _ : < > , space * & ( ) . - + (no ; { } # " ' \ or newline).
 void check_kernel_name(std::string_view name);
 
-/// The translation unit compiled for kernel `name` of `module`: the user's source (numbered from
-/// line 1 as `module.name()`), then the entry devctx needs (devctx/detail/runtime/entry.hpp).
-[[nodiscard]] std::string wrapper_source(const Module& module, std::string_view name, Target target);
+/// The translation unit compiled for kernel `name` of `module`: on the CPU fission.hpp's
+/// kCpuPrelude, then `source` (the module's source, or the fission translator's copy of it;
+/// numbered from line 1 as `module.name()`), then the entry devctx needs
+/// (devctx/detail/runtime/entry.hpp) and, on the CPU, `devctx_rt_fission_off()` returning
+/// `fission_reason` (why the kernel has no translated twin; null when empty).
+[[nodiscard]] std::string wrapper_source(const Module& module, std::string_view name, Target target,
+                                         const std::string& source, std::string_view fission_reason);
 
 /// Whether devctx is part of the main program (a static libdevctx linked into it): its
 /// thread-locals then live in the static TLS block, which kernels' shared objects may reach

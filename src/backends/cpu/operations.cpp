@@ -207,6 +207,7 @@ std::string KernelOp::fission_reason() const {
   if (task_.checked != nullptr) return "a checked launch never runs a translated twin";
   if (!task_.fission) return "DEVCTX_CPU_FISSION=0 turned translated twins off";
   if (const char* declined = declined_.load(std::memory_order_relaxed)) return concat("not translated: ", declined);
+  if (task_.launch.fission_off != nullptr) return concat("not translated: ", task_.launch.fission_off);
   if (const char* off = fission_off_reason())
     return concat("not translated: the fission translator did not run on this program's kernel files (", off, ")");
   return "not translated: the kernel's file was not processed by devctx's fission translator (files added with "

@@ -87,6 +87,9 @@ struct KernelLaunch {
   /// one per parameter) and returns how many there are.
   std::size_t (*cpu_spans)(const void* args, LaunchSpan* out) = nullptr;
   std::size_t param_count = 0;
+  /// CPU backend: why the kernel has no translated twin, when its code says so itself (a
+  /// runtime-compiled kernel: src/runtime/fission.cpp); static storage. Null otherwise.
+  const char* fission_off = nullptr;
   // CUDA backend: the trampoline's host stub, and pointers to each packed argument.
   const void* cuda_function = nullptr;            ///< null when not compiled by nvcc
   void* const* cuda_args = nullptr;
