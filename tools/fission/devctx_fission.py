@@ -32,6 +32,28 @@ PASS_THROUGH = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIO
 LITERALS = {"INTEGER_LITERAL", "FLOATING_LITERAL", "CXX_BOOL_LITERAL_EXPR", "CHARACTER_LITERAL", "CXX_UNARY_EXPR"}
 IGNORED_CHILDREN = {"TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF"}
 LOOP_KINDS = {"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT", "SWITCH_STMT"}
+# The warp operations and block collectives of devctx (kernel.hpp, collectives.hpp) that a twin
+# computes over per-thread arrays (fission.hpp): name -> (what, the fission:: call's head).
+F = "::devctx::detail::cpu::fission::"
+COLLECTIVES = {
+    "warp_sum": ("warp", F + "warp_reduce<::devctx::detail::SumOp>"),
+    "warp_max": ("warp", F + "warp_reduce<::devctx::detail::MaxOp>"),
+    "warp_min": ("warp", F + "warp_reduce<::devctx::detail::MinOp>"),
+    "warp_prefix_sum": ("warp", F + "warp_prefix_sum"),
+    "shuffle": ("warp", F + "shuffle"),
+    "shuffle_idx": ("warp", F + "shuffle"),
+    "shuffle_down": ("warp", F + "shuffle_down"),
+    "shuffle_up": ("warp", F + "shuffle_up"),
+    "shuffle_xor": ("warp", F + "shuffle_xor"),
+    "warp_broadcast": ("warp", F + "shuffle"),
+    "ballot": ("warp", F + "ballot"),
+    "syncwarp": ("warp", None),
+    "block_sum": ("block", F + "block_reduce<::devctx::detail::SumOp>"),
+    "block_max": ("block", F + "block_reduce<::devctx::detail::MaxOp>"),
+    "block_min": ("block", F + "block_reduce<::devctx::detail::MinOp>"),
+    "block_prefix_sum": ("block", F + "block_prefix_sum"),
+    "block_broadcast": ("block", F + "block_broadcast"),
+}
 
 
 class Decline(Exception):
@@ -106,6 +128,8 @@ class SyncFinder:
         """'barrier', a description of another sync point, or None."""
         ref = call.referenced
         if ref is None:
+            if call.spelling in COLLECTIVES or call.spelling == BARRIER:
+                return f"{call.spelling}() with arguments whose type depends on a template parameter"
             return None
         name = devctx_function(call)
         if name == BARRIER:
@@ -196,6 +220,13 @@ class KernelTranslator:
         self.var_count = 0
         self.early_exit = False  # a thread may return before a later barrier
         self.shared_vars = set()  # keys of the DEVCTX_SHARED arrays
+        self.coll_count = 0       # warp operations and block collectives split out
+        self.coll_arrays = []     # (type, name) of their per-thread argument and result arrays
+        self.replacements = {}    # call start offset -> (end offset, the text that replaces it)
+        self.arg_items = {}       # region item start -> [(array, argument cursor)]
+        self.excluded = set()     # (start, end) of calls whose arguments another region evaluates
+        self.warp_mask = None     # inside a warp-uniform if: its per-thread condition array
+        self.preconditions = {}   # run-time condition (C++ text) -> why the kernel needs it
 
     # ---- helpers ---------------------------------------------------------------------------------
     def key(self, decl):
@@ -414,16 +445,31 @@ class KernelTranslator:
         c = strip(c)
         return kind(c) == "CALL_EXPR" and devctx_function(c) == BARRIER
 
-    def form(self, compound, top):
-        """Block-level nodes of a compound statement: ('region', Region), ('code', text, line),
-        ('loop', header text, line, nodes)."""
+    def collective_of(self, call):
+        """The name of the devctx warp operation or block collective a CALL_EXPR calls, else None."""
+        ref = call.referenced
+        if ref is None or kind(ref) not in ("FUNCTION_DECL", "FUNCTION_TEMPLATE"):
+            return None
+        return ref.spelling if qualified(ref) == ["devctx"] and ref.spelling in COLLECTIVES else None
+
+    def form(self, compound, top, items=None):
+        """Block-level nodes of a compound statement (or of `items`): ('region', Region), ('code',
+        text, line), ('loop', header text, line, nodes), ('if', ...)."""
         nodes = []
         current = None
-        items = self.items_of(compound)
+        items = self.items_of(compound) if items is None else items
         for n, (cs, s, e) in enumerate(items):
             first = cs[0]
             text = self.file.text(s, e)
             if len(cs) == 1 and self.is_barrier_stmt(first):
+                if self.warp_mask is not None:
+                    raise Decline(f"barrier() inside an if whose condition differs between warps "
+                                  f"(line {self.file.line_of(s)})")
+                current = None
+                continue
+            if len(cs) == 1 and kind(strip(first)) == "CALL_EXPR" and self.collective_of(strip(first)) == "syncwarp":
+                # The lanes meet: the stretch ends (a twin's stretch runs the warp's lanes in order).
+                self.coll_count += 1
                 current = None
                 continue
             if text.lstrip().startswith("DEVCTX_SHARED"):
@@ -438,15 +484,20 @@ class KernelTranslator:
             k = kind(first)
             syncs = self.sync.syncs_in(first) if len(cs) == 1 else [x for c in cs for x in self.sync.syncs_in(c)]
             if syncs:
-                what = [d for _, d in syncs if d != "barrier"]
+                what = [d for c, d in syncs if d != "barrier" and self.collective_of(c) is None]
                 if what:
                     w = what[0]
                     if w.startswith("a call of "):
                         raise Decline(f"it makes {w}: helpers with barriers or warp operations are not translated "
                                       f"yet (a barrier written in the kernel itself can be)")
-                    raise Decline(f"it uses {w}: warp operations and block collectives are not translated yet")
+                    raise Decline(f"it uses {w}, which the translator does not follow")
                 if k in ("FOR_STMT", "WHILE_STMT"):
                     nodes.append(self.loop(first, s))
+                    current = None
+                    continue
+                if k == "IF_STMT" and children(first) and self.uniform(children(first)[0]) is not None and \
+                        self.warp_uniform(children(first)[0]) is None:
+                    self.warp_if(first, s, current, nodes)
                     current = None
                     continue
                 if k == "IF_STMT":
@@ -457,6 +508,10 @@ class KernelTranslator:
                     raise Decline(f"barrier() inside a do-while loop (line {self.file.line_of(s)}; not translated yet)")
                 if k == "COMPOUND_STMT":
                     raise Decline(f"barrier() inside a nested block {{ }} (line {self.file.line_of(s)})")
+                if len(cs) == 1 and all(d != "barrier" for _, d in syncs) and \
+                        (k == "DECL_STMT" or k.endswith("_EXPR") or k.endswith("_OPERATOR")):
+                    current = self.split_collective(first, s, e, syncs, current, nodes)
+                    continue
                 raise Decline(f"barrier() inside a {k.lower().replace('_stmt', '')} statement "
                               f"(line {self.file.line_of(s)}), which the translator does not split")
             # A uniform update of a block-level local (stride /= 2) runs once per block.
@@ -470,6 +525,236 @@ class KernelTranslator:
                 nodes.append(("region", current))
             current.items.append((cs, s, e))
         return nodes
+
+    def path_to(self, root, target):
+        """The cursors from `root` down to `target`, else None."""
+        if root == target:
+            return [root]
+        for x in children(root):
+            if x.extent.start.offset <= target.extent.start.offset and target.extent.end.offset <= x.extent.end.offset:
+                p = self.path_to(x, target)
+                if p is not None:
+                    return [root] + p
+        return None
+
+    def split_collective(self, stmt, s, e, syncs, current, nodes):
+        """A statement with one warp operation or block collective at a block-uniform point (or
+        under a warp-uniform if): the stretch before it ends by storing the call's per-thread
+        arguments, the block-level code computes every thread's result as the fibers would
+        (fission.hpp), and a new stretch starts with the statement, the call replaced by the
+        thread's result. Returns that stretch."""
+        line = self.file.line_of(s)
+        if len(syncs) != 1:
+            raise Decline(f"more than one warp operation, block collective or barrier in one statement (line {line}); "
+                          f"write each in its own statement")
+        call = syncs[0][0]
+        name = self.collective_of(call)
+        what, head = COLLECTIVES[name]
+        if what == "block" and self.warp_mask is not None:
+            raise Decline(f"devctx::{name} inside an if whose condition differs between warps (line {line})")
+        path = self.path_to(stmt, call)
+        if path is None:
+            raise Decline(f"devctx::{name} at line {line} in code the translator cannot place")
+        for a in path[:-1]:
+            ka = kind(a)
+            if ka in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (ka == "BINARY_OPERATOR" and self.binary_op(a) in ("&&", "||")):
+                raise Decline(f"devctx::{name} inside ?:, && or || (line {line}): some threads may skip it")
+        if kind(stmt) == "DECL_STMT" and len([v for v in children(stmt) if kind(v) == "VAR_DECL"]) != 1:
+            raise Decline(f"devctx::{name} initialises one of several variables declared together (line {line})")
+        fn = call.referenced
+        params = list(fn.get_arguments())
+        args = [a for a in children(call)[1:] if a.extent.start.offset < a.extent.end.offset]
+        if not args or len(args) > len(params):
+            raise Decline(f"devctx::{name} at line {line} with arguments the translator cannot read")
+        for a in args:
+            if self.modified_refs(a) or self.sync.syncs_in(a):
+                raise Decline(f"an argument of devctx::{name} (line {line}) changes a variable or synchronises")
+        ptypes = [p.type.get_canonical() for p in params]
+        rtype = call.type.get_canonical()
+        vkind = "BOOL" if name == "ballot" else None
+        for t in [ptypes[0], rtype]:
+            if t.kind.name not in ARITHMETIC_KINDS or "type-parameter" in t.spelling or \
+                    (vkind is not None and t is ptypes[0] and t.kind.name != vkind):
+                raise Decline(f"devctx::{name} on a value of type '{t.spelling}' (line {line}): the translator "
+                              f"keeps numbers only per thread")
+        self.coll_count += 1
+        n = self.coll_count
+        per_thread = []   # (array, argument)
+        call_args = []
+        for i, a in enumerate(args):
+            t = ptypes[i].spelling
+            if i > 0 and self.uniform(a) is None:
+                call_args.append(f"static_cast<{t}>({self.src(a)})")
+                continue
+            arr = f"devctx_ca{n}_{i}"
+            self.coll_arrays.append((t, arr))
+            per_thread.append((arr, a))
+            call_args.append(arr)
+        if name == "block_broadcast" and len(args) == 1:
+            call_args.append("0u")
+        if name == "warp_broadcast":
+            call_args.append("0u")
+        if name in ("warp_prefix_sum", "block_prefix_sum"):
+            if fn.get_num_template_arguments() < 1 or fn.get_template_argument_kind(0).name != "INTEGRAL":
+                raise Decline(f"devctx::{name} at line {line} whose Scan the translator cannot read")
+            head += "<" + ("true" if fn.get_template_argument_value(0) != 0 else "false") + ">"
+        mask = [self.warp_mask or "nullptr"] if what == "warp" else []
+        result = f"devctx_cr{n}"
+        if name in ("block_sum", "block_max", "block_min"):
+            code = f"const {rtype.spelling} {result} = {head}({', '.join(call_args)});"
+            replacement = result
+        else:
+            self.coll_arrays.append((rtype.spelling, result))
+            code = f"{head}({', '.join(mask + call_args + [result])});"
+            replacement = f"{result}[devctx_rank]"
+        # The stretch before: each thread stores the arguments.
+        if current is None:
+            current = Region(len(self.regions), False)
+            self.regions.append(current)
+            nodes.append(("region", current))
+        key = per_thread[0][1].extent.start.offset
+        self.arg_items[key] = per_thread
+        current.items.append(([a for _, a in per_thread], key, per_thread[-1][1].extent.end.offset))
+        current.uses_rank = True
+        nodes.append(("code", code, line))
+        # The stretch after: the statement with the thread's result.
+        self.replacements[call.extent.start.offset] = (call.extent.end.offset, replacement)
+        self.excluded.add((call.extent.start.offset, call.extent.end.offset))
+        current = Region(len(self.regions), False)
+        current.uses_rank = True
+        self.regions.append(current)
+        nodes.append(("region", current))
+        current.items.append(([stmt], s, e))
+        return current
+
+    def prologue_constant(self, c):
+        """`c` can be evaluated in the kernel's prologue, the same in every block: literals,
+        parameters, template parameters, enumerators and namespace-level constants."""
+        for x in c.walk_preorder():
+            k = kind(x)
+            if k == "CALL_EXPR" or (k.endswith("_OPERATOR") and k != "BINARY_OPERATOR" and
+                                    not (k == "UNARY_OPERATOR" and self.unary_op(x) in ("-", "+", "~", "!"))):
+                return False
+            if k == "DECL_REF_EXPR":
+                d = x.referenced
+                if d is None:
+                    return False
+                dk = kind(d)
+                if dk == "PARM_DECL" and self.is_param(d) and self.key(d) not in self.assigned:
+                    continue
+                if dk in ("ENUM_CONSTANT_DECL", "TEMPLATE_NON_TYPE_PARAMETER"):
+                    continue
+                if dk == "VAR_DECL" and d.type.is_const_qualified() and d.semantic_parent is not None and \
+                        kind(d.semantic_parent) in ("NAMESPACE", "TRANSLATION_UNIT"):
+                    continue
+                return False
+        return c.type.get_canonical().kind.name in INTEGRAL_KINDS
+
+    def warp_uniform(self, c, depth=0):
+        """None when `c` has one value for all lanes of a warp: made of block-uniform values and
+        the warp index (x / K, x >> S, x < K on the thread index x, K a multiple of 32), given the
+        run-time conditions it records in self.preconditions (a 1-D block or one whose x is a
+        multiple of 32, so that a warp is 32 consecutive x of one row). Else a reason."""
+        if depth > 8:
+            return "an expression too deep to follow"
+        if self.uniform(c) is None:
+            return None
+        c = strip(c)
+        k = kind(c)
+        ch = children(c)
+        tx = self.thread_x_keys()
+        line = self.file.line_of(c.extent.start.offset)
+        rows = ("::devctx::block_dim().x % 32u == 0 || (::devctx::block_dim().y == 1 && ::devctx::block_dim().z == 1)",
+                f"a warp-uniform if (line {line}) needs a 1-D block or one whose x is a multiple of 32")
+        if k in PASS_THROUGH and len(ch) == 1:
+            return self.warp_uniform(ch[0], depth + 1)
+        if k == "UNARY_OPERATOR" and self.unary_op(c) == "!" and ch:
+            return self.warp_uniform(ch[0], depth + 1)
+        if k == "BINARY_OPERATOR" and len(ch) == 2:
+            op = self.binary_op(c)
+            left, right = ch
+            if op in ("/", ">>", "<", ">=") and self.is_thread_x(left, tx) and self.prologue_constant(right):
+                k_text = self.src(right)
+                if op == ">>":
+                    self.preconditions[f"({k_text}) >= 5"] = f"a shift of the thread index by less than 5 (line {line})"
+                else:
+                    self.preconditions[f"({k_text}) % 32 == 0"] = \
+                        f"a condition on the thread index with a bound that is not a multiple of 32 (line {line})"
+                self.preconditions[rows[0]] = rows[1]
+                return None
+            if op in (">", "<=") and self.is_thread_x(right, tx) and self.prologue_constant(left):
+                self.preconditions[f"({self.src(left)}) % 32 == 0"] = \
+                    f"a condition on the thread index with a bound that is not a multiple of 32 (line {line})"
+                self.preconditions[rows[0]] = rows[1]
+                return None
+            if op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||", "+", "-", "*", "/", "%", "&", "|", "^"):
+                for x in ch:
+                    r = self.warp_uniform(x, depth + 1)
+                    if r is not None:
+                        return r
+                return None
+        if k == "DECL_REF_EXPR" and c.referenced is not None and kind(c.referenced) == "VAR_DECL":
+            d = c.referenced
+            init = children(d)
+            if d.type.is_const_qualified() and init and d.semantic_parent is not None and \
+                    self.key(d) not in self.assigned and self.key(d) not in tx:
+                return self.warp_uniform(init[-1], depth + 1)
+        return self.uniform(c)
+
+    def warp_if(self, c, start, current, nodes):
+        """An `if` whose condition is the same for the lanes of each warp (`if (warp == 0)`) around
+        warp operations: each thread stores the condition, and the stretches of its branch run the
+        threads that hold it (collectives too, per warp)."""
+        line = self.file.line_of(start)
+        ch = children(c)
+        if self.warp_mask is not None:
+            raise Decline(f"a warp-uniform if (line {line}) inside another")
+        if len(ch) != 2:
+            raise Decline(f"warp operations inside an if (line {line}) with an else branch or a declaration "
+                          f"in its condition, whose condition differs between warps")
+        cond, body = ch
+        if self.modified_refs(cond):
+            raise Decline(f"the condition of the if at line {line} changes a variable")
+        self.coll_count += 1
+        arr = f"devctx_wc{self.coll_count}"
+        self.coll_arrays.append(("unsigned char", arr))
+        if current is None:
+            current = Region(len(self.regions), False)
+            self.regions.append(current)
+            nodes.append(("region", current))
+        key = cond.extent.start.offset
+        self.arg_items[key] = [(arr, cond)]
+        current.items.append(([cond], key, cond.extent.end.offset))
+        current.uses_rank = True
+        items = None
+        if kind(body) != "COMPOUND_STMT":
+            bs, be = self.offsets(body)
+            if not self.file.text(bs, be).rstrip().endswith((";", "}")):
+                be = self.file.stmt_end(be)
+            items = [([body], bs, be)]
+        self.warp_mask = arr
+        try:
+            inner = self.form(body, False, items)
+        finally:
+            self.warp_mask = None
+        for r, _ in self.all_regions(inner):
+            r.mask = arr
+        nodes.append(("if", "", line, inner, None))
+
+    def refs_of(self, root):
+        """Keys of the declarations `root` refers to, leaving out the arguments of calls that an
+        earlier stretch evaluates (split_collective)."""
+        out = set()
+
+        def walk(c):
+            if (c.extent.start.offset, c.extent.end.offset) in self.excluded and kind(c) == "CALL_EXPR":
+                return
+            if kind(c) == "DECL_REF_EXPR" and c.referenced is not None:
+                out.add(self.key(c.referenced))
+            for x in c.get_children():
+                walk(x)
+        walk(root)
+        return out
 
     def uniform_update(self, c):
         c = strip(c)
@@ -498,8 +783,8 @@ class KernelTranslator:
         ch = children(c)
         r = self.uniform(ch[0]) if ch else "nothing"
         if r is not None:
-            raise Decline(f"barrier() inside an if (line {line}) whose condition depends on {r}, which may "
-                          f"differ between threads")
+            raise Decline(f"barrier() or a collective inside an if (line {line}) whose condition depends on {r}, "
+                          f"which may differ between threads")
         if len(ch) not in (2, 3) or kind(ch[1]) != "COMPOUND_STMT":
             raise Decline(f"barrier() inside an if (line {line}) whose branches are not blocks {{ }} "
                           f"or that declares a variable in its condition")
@@ -523,8 +808,15 @@ class KernelTranslator:
         line = self.file.line_of(start)
         ch = children(c)
         body = ch[-1]
+        body_items = None
         if kind(body) != "COMPOUND_STMT":
-            raise Decline(f"the loop at line {line} that contains barrier() has no braces")
+            # One statement without braces (`for (...) v += shuffle_down(v, d);`): one item.
+            if kind(body) in LOOP_KINDS or kind(body) == "IF_STMT":
+                raise Decline(f"the loop at line {line} that contains barrier() has no braces")
+            bs, be = self.offsets(body)
+            if not self.file.text(bs, be).rstrip().endswith((";", "}")):
+                be = self.file.stmt_end(be)
+            body_items = [([body], bs, be)]
         header = self.file.text(start, body.extent.start.offset).rstrip()
         parts = ch[:-1]
         if kind(c) == "FOR_STMT":
@@ -574,7 +866,7 @@ class KernelTranslator:
                 if r is not None:
                     raise Decline(f"barrier() inside a loop whose condition (line {line}) depends on {r}, which may "
                                   f"differ between threads")
-        return ("loop", header, line, self.form(body, False))
+        return ("loop", header, line, self.form(body, False, body_items))
 
     # ---- analysis ---------------------------------------------------------------------------------
     def prepare_uniform_locals(self):
@@ -642,6 +934,9 @@ class KernelTranslator:
             r.items = kept
         self.split_guards()
         self.check_exits()
+        if self.early_exit and self.coll_count:
+            raise Decline("a warp operation or block collective in a kernel whose threads may return before it "
+                          "(the lanes that returned would be missing from it)")
         self.find_vars()
 
     def last_region(self):
@@ -734,6 +1029,8 @@ class KernelTranslator:
                 rng = None if has_return or len(it[0]) != 1 else self.guard_range(it[0][0], thread_x)
                 if rng is not None:
                     g = Region(0, False)
+                    g.mask = getattr(r, "mask", None)
+                    g.uses_rank = getattr(r, "uses_rank", False)
                     g.items = [it]
                     g.range = rng
                     g.guard_body = children(it[0][0])[1]
@@ -741,6 +1038,8 @@ class KernelTranslator:
                 else:
                     if not pieces or pieces[-1].range is not None:
                         pieces.append(Region(0, False))
+                        pieces[-1].mask = getattr(r, "mask", None)
+                        pieces[-1].uses_rank = getattr(r, "uses_rank", False)
                     pieces[-1].items.append(it)
             for p in pieces:
                 if p.items:
@@ -801,9 +1100,7 @@ class KernelTranslator:
                             if kind(v) == "VAR_DECL":
                                 self.var_count += 1
                                 self.vars[self.key(v)] = Var(v, (cs, c0), r, self.var_count)
-                    for c in c0.walk_preorder():
-                        if kind(c) == "DECL_REF_EXPR" and c.referenced is not None:
-                            r.refs.add(self.key(c.referenced))
+                    r.refs |= self.refs_of(c0)
         self.regions_list = regions
         live = {k: v for k, v in self.vars.items() if any(k in r.refs and r is not v.region for r in regions)}
         # Rematerialisable: const, initialised from the thread index and uniform values only.
@@ -889,18 +1186,18 @@ class KernelTranslator:
     def body_text(self, start, end):
         """The kernel's text in [start, end); with early exits, each `return` also marks the thread
         exited (the twin's later stretches skip it)."""
-        if not self.early_exit:
-            return self.file.text(start, end)
+        subs = [(s0, e0, t) for s0, (e0, t) in self.replacements.items()]
+        if self.early_exit:
+            for c in self.body.walk_preorder():
+                if kind(c) == "RETURN_STMT":
+                    subs.append((*self.offsets(c), "return (void)(devctx_exited[devctx_rank] = 1)"))
         out = []
         pos = start
-        for c in self.body.walk_preorder():
-            if kind(c) != "RETURN_STMT":
-                continue
-            s, e = self.offsets(c)
+        for s, e, t in sorted(subs):
             if s < pos or e > end:
                 continue
             out.append(self.file.text(pos, s))
-            out.append("return (void)(devctx_exited[devctx_rank] = 1)")
+            out.append(t)
             pos = e
         out.append(self.file.text(pos, end))
         return "".join(out)
@@ -916,7 +1213,8 @@ class KernelTranslator:
         loads.sort(key=lambda v: v.cursor.extent.start.offset)
         stores = [v for v in self.live.values() if not v.remat and (v.region is r or v in loads) and not v.const]
         stores += [v for v in self.live.values() if not v.remat and v.region is r and v.const]
-        uses_rank = bool(loads or stores or self.early_exit)
+        uses_rank = bool(loads or stores or self.early_exit or getattr(r, "uses_rank", False) or
+                         getattr(r, "mask", None))
         # Parameters and block-uniform variables by value: a region may not change them.
         caps = sorted({self.vars_name(k) for k in used if self.captured_by_value(k)})
         cap = "&" + "".join(", " + c for c in caps)
@@ -925,6 +1223,8 @@ class KernelTranslator:
         out = [f"{pad}::devctx::detail::cpu::fission::threads({begin}, {end}, [{cap}]({rank}) {{\n"]
         if self.early_exit:
             out.append(f"{pad}  if (devctx_exited[devctx_rank]) return;\n")
+        if getattr(r, "mask", None):
+            out.append(f"{pad}  if (!{r.mask}[devctx_rank]) return;\n")
         for d in remats:
             out.append(self.line_directive(d.extent.start.offset))
             out.append(f"{pad}  [[maybe_unused]] {self.src(d)}\n")
@@ -941,6 +1241,10 @@ class KernelTranslator:
         else:
             for cs, s, e in r.items:
                 out.append(self.line_directive(s))
+                if s in self.arg_items:
+                    for arr, a in self.arg_items[s]:
+                        out.append(f"{pad}  {arr}[devctx_rank] = {self.body_text(*self.offsets(a))};\n")
+                    continue
                 # A declaration whose variables the region itself may not use (row, col above a
                 # barrier): no unused-variable warning.
                 mu = "[[maybe_unused]] " if len(cs) == 1 and kind(cs[0]) == "DECL_STMT" and children(cs[0]) and all(
@@ -1035,6 +1339,8 @@ class KernelTranslator:
             if not v.remat:
                 out.append(f"  {self.type_text(v)}* const {v.array} = "
                            f"::devctx::detail::cpu::fission::per_thread<{self.type_text(v)}>();\n")
+        for t, name in self.coll_arrays:
+            out.append(f"  {t}* const {name} = ::devctx::detail::cpu::fission::per_thread<{t}>();\n")
         if self.early_exit:
             out.append("  unsigned char* const devctx_exited = "
                        "::devctx::detail::cpu::fission::per_thread<unsigned char>();\n"
@@ -1047,12 +1353,27 @@ class KernelTranslator:
     def prologue(self):
         args = ", ".join(p.spelling for p in self.params)
         targs = self.template_parts()[1]
-        return ("\n#if !defined(__CUDA_ARCH__)\n"
-                f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) [[unlikely]] {{\n"
-                f"    {self.twin_name()}{targs}({args});\n"
-                "    return;\n"
-                "  }\n"
-                "#endif\n")
+        if not self.preconditions:
+            return ("\n#if !defined(__CUDA_ARCH__)\n"
+                    f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) [[unlikely]] {{\n"
+                    f"    {self.twin_name()}{targs}({args});\n"
+                    "    return;\n"
+                    "  }\n"
+                    "#endif\n")
+        # The twin holds only under run-time conditions (the block's shape): else fibers, and why.
+        out = ["\n#if !defined(__CUDA_ARCH__)\n",
+               f"  if (::devctx::detail::cpu::fission_offered(&{self.name}{targs})) [[unlikely]] {{\n"]
+        conds = list(self.preconditions.items())
+        for cond, why in conds:
+            r = ("the launch does not meet what the translated twin assumes: " + why).replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f"    if (!({cond})) ::devctx::detail::cpu::decline_fission_offer(&{self.name}{targs}, \"{r}\");\n")
+        out.append(f"    if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) {{\n"
+                   f"      {self.twin_name()}{targs}({args});\n"
+                   "      return;\n"
+                   "    }\n"
+                   "  }\n"
+                   "#endif\n")
+        return "".join(out)
 
 
 def decline_prologue(name, reason):
