@@ -96,6 +96,19 @@ def devctx_function(c):
     return ref.spelling if ns[:1] == ["devctx"] else None
 
 
+def overloaded_decls(c):
+    """The declarations an OVERLOADED_DECL_REF may name (libclang's C API; the Python bindings
+    do not wrap it)."""
+    import ctypes
+    import clang.cindex as ci
+    lib = ci.conf.lib
+    count = lib.clang_getNumOverloadedDecls
+    count.argtypes, count.restype = [ci.Cursor], ctypes.c_uint
+    get = lib.clang_getOverloadedDecl
+    get.argtypes, get.restype, get.errcheck = [ci.Cursor, ctypes.c_uint], ci.Cursor, ci.Cursor.from_result
+    return [get(c, i) for i in range(count(c))]
+
+
 class File:
     def __init__(self, path, data):
         self.path = path
@@ -128,8 +141,18 @@ class SyncFinder:
         """'barrier', a description of another sync point, or None."""
         ref = call.referenced
         if ref is None:
-            if call.spelling in COLLECTIVES or call.spelling == BARRIER:
-                return f"{call.spelling}() with arguments whose type depends on a template parameter"
+            # A call in a template that depends on its parameters: the candidates it may call.
+            ch = children(call)
+            for o in (ch[0].walk_preorder() if ch else []):
+                if kind(o) != "OVERLOADED_DECL_REF":
+                    continue
+                for d in overloaded_decls(o):
+                    if qualified(d) == ["devctx"] and (d.spelling in COLLECTIVES or d.spelling == BARRIER):
+                        return (f"devctx::{d.spelling} on a value whose type depends on a template parameter (a "
+                                f"template kernel's warp operations and block collectives are not translated yet)")
+                    inner = self.function_sync(d)
+                    if inner is not None:
+                        return f"a call of {d.spelling}(), which reaches {inner}"
             return None
         name = devctx_function(call)
         if name == BARRIER:
@@ -490,7 +513,8 @@ class KernelTranslator:
                     if w.startswith("a call of "):
                         raise Decline(f"it makes {w}: helpers with barriers or warp operations are not translated "
                                       f"yet (a barrier written in the kernel itself can be)")
-                    raise Decline(f"it uses {w}, which the translator does not follow")
+                    raise Decline(f"it uses {w}" + ("" if "not translated yet" in w else
+                                                    ", which the translator does not follow"))
                 if k in ("FOR_STMT", "WHILE_STMT"):
                     nodes.append(self.loop(first, s))
                     current = None
@@ -573,6 +597,9 @@ class KernelTranslator:
         rtype = call.type.get_canonical()
         vkind = "BOOL" if name == "ballot" else None
         for t in [ptypes[0], rtype]:
+            if "type-parameter" in t.spelling or "dependent" in t.spelling:
+                raise Decline(f"devctx::{name} on a value whose type depends on a template parameter (line {line}; "
+                              f"not translated yet)")
             if t.kind.name not in ARITHMETIC_KINDS or "type-parameter" in t.spelling or \
                     (vkind is not None and t is ptypes[0] and t.kind.name != vkind):
                 raise Decline(f"devctx::{name} on a value of type '{t.spelling}' (line {line}): the translator "
@@ -621,7 +648,7 @@ class KernelTranslator:
         self.replacements[call.extent.start.offset] = (call.extent.end.offset, replacement)
         self.excluded.add((call.extent.start.offset, call.extent.end.offset))
         current = Region(len(self.regions), False)
-        current.uses_rank = True
+        current.uses_rank = "devctx_rank" in replacement
         self.regions.append(current)
         nodes.append(("region", current))
         current.items.append(([stmt], s, e))
