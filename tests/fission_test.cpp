@@ -463,6 +463,59 @@ DEVCTX_KERNEL void softmax_collectives(devctx::span<const float> logits, devctx:
   for (unsigned c = t; c < cols; c += devctx::block_dim().x) probs[row + c] *= inv;
 }
 
+/// examples/05_softmax's kernel verbatim, with its own helpers (barriers and warp operations in
+/// helpers: the translator inlines them into the twin).
+constexpr unsigned kSoftmaxThreads = 256;
+constexpr unsigned kSoftmaxWarps = kSoftmaxThreads / devctx::warp_size;
+
+DEVCTX_DEVICE float softmax_warp_max(float v) {
+  for (unsigned mask = devctx::warp_size / 2; mask > 0; mask /= 2) v = std::fmax(v, devctx::shuffle_xor(v, mask));
+  return v;
+}
+
+DEVCTX_DEVICE float softmax_block_max(float v, float* partial) {
+  const unsigned lane = devctx::lane_id(), warp = devctx::thread_idx().x / devctx::warp_size;
+  v = softmax_warp_max(v);
+  if (lane == 0) partial[warp] = v;
+  devctx::barrier();
+  v = softmax_warp_max(lane < kSoftmaxWarps ? partial[lane] : -INFINITY);
+  devctx::barrier();
+  return v;
+}
+
+DEVCTX_DEVICE float softmax_block_sum(float v, float* partial) {
+  const unsigned lane = devctx::lane_id(), warp = devctx::thread_idx().x / devctx::warp_size;
+  v = devctx::warp_sum(v);
+  if (lane == 0) partial[warp] = v;
+  devctx::barrier();
+  v = devctx::warp_sum(lane < kSoftmaxWarps ? partial[lane] : 0.0f);
+  devctx::barrier();
+  return v;
+}
+
+DEVCTX_KERNEL void softmax_helpers(devctx::span<const float> logits, devctx::span<float> probs, unsigned cols) {
+  DEVCTX_SHARED(float, partial, kSoftmaxWarps);
+  const std::size_t row_start = std::size_t(devctx::block_idx().x) * cols;
+  const auto x = logits.subspan(row_start, cols);
+  const auto y = probs.subspan(row_start, cols);
+  const unsigned t = devctx::thread_idx().x;
+
+  float m = -INFINITY;
+  for (unsigned c = t; c < cols; c += kSoftmaxThreads) m = std::fmax(m, x[c]);
+  m = softmax_block_max(m, partial);
+
+  float sum = 0.0f;
+  for (unsigned c = t; c < cols; c += kSoftmaxThreads) {
+    const float e = std::exp(x[c] - m);
+    y[c] = e;
+    sum += e;
+  }
+  sum = softmax_block_sum(sum, partial);
+
+  const float inv = 1.0f / sum;
+  for (unsigned c = t; c < cols; c += kSoftmaxThreads) y[c] *= inv;
+}
+
 std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> v(n);
@@ -1175,7 +1228,7 @@ TEST(FissionCollectives, WarpUniformIfChecksTheBlockShapeWhenOffered) {
   }
 }
 
-TEST(FissionCollectives, SoftmaxWithBlockCollectives) {
+TEST(FissionCollectives, SoftmaxWithBlockCollectivesAndWithHelpers) {
   devctx::DeviceContext ctx{devctx::Api::cpu};
   std::mt19937_64 rng(std::random_device{}());
   const unsigned rows = 9, cols = 1000;
@@ -1184,11 +1237,13 @@ TEST(FissionCollectives, SoftmaxWithBlockCollectives) {
   for (float& v : logits) v = dist(rng);
   auto in = ctx.enqueue_create_buffer<float>(logits.size());
   ctx.enqueue_copy(in, std::span(logits));
-  for (const unsigned threads : {256u, 80u}) {
+  for (const unsigned threads : {256u, 80u, 0u}) {
     SCOPED_TRACE(threads);
     std::string path;
     const auto [on, off] = on_and_off<float>(ctx, logits.size(), [&](auto& out) {
-      ctx.enqueue_function<softmax_collectives>({.grid_dim = rows, .block_dim = threads}, in, out, cols);
+      // 0: examples/05_softmax's kernel, whose helpers the translator inlines (256 threads).
+      if (threads == 0) ctx.enqueue_function<softmax_helpers>({.grid_dim = rows, .block_dim = 256}, in, out, cols);
+      else ctx.enqueue_function<softmax_collectives>({.grid_dim = rows, .block_dim = threads}, in, out, cols);
     }, &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));

@@ -22,7 +22,7 @@ import traceback
 
 # Devctx functions whose calls are sync points the translator handles or declines.
 BARRIER = "barrier"
-INDEX_FUNCTIONS = {"thread_idx", "global_idx"}
+INDEX_FUNCTIONS = {"thread_idx", "global_idx", "lane_id"}
 UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim", "dynamic_shared"}
 INTEGRAL_KINDS = {"BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG",
                   "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG"}
@@ -1403,6 +1403,219 @@ class KernelTranslator:
         return "".join(out)
 
 
+class Inliner:
+    """Writes a kernel's calls of helpers that contain sync points (barriers, warp operations,
+    block collectives) inline, so that the kernel's twin can split them: a statement that calls
+    such a helper `h(a, b)` once, where every thread evaluates it, becomes the helper's
+    parameters as locals initialised from the arguments, the helper's body (its parameters and
+    locals renamed apart), and the statement with the call replaced by the returned value. The
+    helper must be a plain function defined in the same file, take its parameters by value, and
+    return only by one `return` at its end. The inlined code goes on the call's line (the body's
+    tokens joined, comments dropped), so every other line of the file keeps its number; it is used
+    for the twin only: the kernel itself runs as written on fibers."""
+
+    def __init__(self, file, sync, counter):
+        self.file = file
+        self.sync = sync
+        self.counter = counter  # [n]: numbers the inlined copies
+        self.kt = object.__new__(KernelTranslator)  # for its stateless cursor helpers
+
+    def helper_of(self, call):
+        ref = call.referenced
+        if ref is None or kind(ref) != "FUNCTION_DECL" or qualified(ref)[:1] == ["devctx"]:
+            return None
+        d = ref.get_definition()
+        if d is None or d.location.file is None or \
+                os.path.realpath(d.location.file.name) != os.path.realpath(self.file.path):
+            return None
+        return d if self.sync.function_sync(d) is not None else None
+
+    def check_helper(self, h, line):
+        why = None
+        body = [c for c in h.get_children() if kind(c) == "COMPOUND_STMT"]
+        if h.get_num_template_arguments() > 0 and body:
+            # A specialization: its parameter and return types are concrete; the body is the
+            # template's text, so it must not name the template's parameters.
+            names = self.template_parameter_names(h)
+            used = {t.spelling for t in body[0].get_tokens() if t.kind.name == "IDENTIFIER"}
+            if names is None or names & used:
+                raise Decline(f"it calls {h.spelling}() (line {line}), a template with barriers or warp operations "
+                              f"whose body names its template parameters (not inlined yet)")
+        params = [c for c in h.get_children() if kind(c) == "PARM_DECL"]
+        if not body:
+            why = "it has no body"
+        elif any(not p.spelling or p.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE") or
+                 any(ch in p.type.spelling for ch in "([") for p in params):
+            why = "it takes a parameter by reference, without a name, or of an array or function type"
+        elif kind(h.semantic_parent) not in ("NAMESPACE", "TRANSLATION_UNIT"):
+            why = "it is a member function"
+        if why is None:
+            stmts = children(body[0])
+            text = self.file.text(*self.kt.offsets(body[0]))
+            returns = [c for c in body[0].walk_preorder() if kind(c) == "RETURN_STMT"]
+            void = h.result_type.kind.name == "VOID"
+            if any(line.lstrip().startswith("#") for line in text.splitlines()[1:]) or "DEVCTX_SHARED" in text:
+                why = "its body has preprocessor directives or DEVCTX_SHARED"
+            elif any(kind(c) in ("LAMBDA_EXPR", "GOTO_STMT", "LABEL_STMT") or
+                     (kind(c) == "VAR_DECL" and c.storage_class.name == "STATIC") for c in body[0].walk_preorder()):
+                why = "its body has a lambda, goto or static local"
+            elif void and returns:
+                why = "it returns early"
+            elif not void and (len(returns) != 1 or not stmts or stmts[-1] != returns[0] or not children(returns[0])):
+                why = "it does not return once, at its end"
+        if why is not None:
+            raise Decline(f"it calls {h.spelling}() (line {line}), which has barriers or warp operations and "
+                          f"cannot be inlined: {why}")
+        return body[0], params
+
+    def template_parameter_names(self, h):
+        """The names in the `template <...>` right before a helper's definition, else None."""
+        import re
+        data = self.file.data[:h.extent.start.offset].decode("utf-8", "replace")
+        at = data.rfind("template")
+        if at < 0:
+            return None
+        depth, end = 0, None
+        for i in range(data.find("<", at), len(data)):
+            if data[i] == "<":
+                depth += 1
+            elif data[i] == ">":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        if end is None or re.fullmatch(r"(\s|DEVCTX_DEVICE|DEVCTX_HD_INLINE|inline|static|constexpr)*", data[end + 1:]) is None:
+            return None
+        keywords = {"class", "typename", "unsigned", "int", "long", "short", "char", "bool", "auto", "signed",
+                    "template", "const"}
+        return set(re.findall(r"[A-Za-z_]\w*", data[data.find("<", at):end])) - keywords
+
+    def copy(self, h, body, params, args, n):
+        """The helper's parameters and body (but its final return) as one line, and the returned
+        expression, with its parameters and locals renamed."""
+        decls = {}
+        for c in [h] + list(h.walk_preorder()):
+            if kind(c) in ("PARM_DECL", "VAR_DECL") and c.semantic_parent is not None and \
+                    c.semantic_parent.get_usr() == h.get_usr():
+                decls[(c.location.offset, c.spelling)] = c
+        names = {k[1] for k in decls}
+        assigned = self.kt.modified_refs(body)
+
+        def renamed(cursor, end=None):
+            out = []
+            for t in cursor.get_tokens():
+                if end is not None and t.extent.start.offset >= end:
+                    break
+                sp = t.spelling
+                if t.kind.name == "IDENTIFIER" and sp in names:
+                    c = t.cursor
+                    target = c if kind(c) in ("PARM_DECL", "VAR_DECL") else c.referenced
+                    if target is None or (target.location.offset, target.spelling) not in decls:
+                        raise Decline(f"the helper {h.spelling}() uses the name '{sp}' in a way the translator "
+                                      f"cannot rename")
+                    sp = f"{sp}__devctx_i{n}"
+                out.append(sp)
+            return " ".join(out)
+
+        head = []
+        for p, a in zip(params, args):
+            const = "" if (p.location.offset, p.spelling) in assigned else " const"
+            head.append(f"{p.type.spelling}{const} {p.spelling}__devctx_i{n} = static_cast<{p.type.spelling}>"
+                        f"({self.file.text(*self.kt.offsets(a))});")
+        stmts = children(body)
+        ret = None
+        if h.result_type.kind.name != "VOID":
+            ret = children(stmts[-1])[0]
+            stmts = stmts[:-1]
+        for st in stmts:
+            t = renamed(st)
+            head.append(t if t.rstrip().endswith((";", "}")) else t + ";")
+        value = f"static_cast<{h.result_type.spelling}>({renamed(ret)})" if ret is not None else None
+        return " ".join(head), value
+
+    def path_ok(self, stmt, call):
+        p = self.kt.path_to(stmt, call)
+        if p is None:
+            return False
+        for a in p[:-1]:
+            ka = kind(a)
+            if ka in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (ka == "BINARY_OPERATOR" and
+                                                               self.kt.binary_op(a) in ("&&", "||")):
+                return False
+        return True
+
+    def run(self, kernel_body):
+        """The file's text with the kernel's helper calls inlined, or None when there are none."""
+        edits = []  # (start, end, text)
+
+        for comp in [c for c in kernel_body.walk_preorder() if kind(c) == "COMPOUND_STMT"]:
+            for st in children(comp):
+                if kind(st) in ("COMPOUND_STMT", "IF_STMT", "FOR_STMT", "WHILE_STMT", "DO_STMT", "SWITCH_STMT",
+                                "RETURN_STMT", "CXX_FOR_RANGE_STMT"):
+                    continue
+                calls = [c for c in st.walk_preorder() if kind(c) == "CALL_EXPR" and self.helper_of(c) is not None]
+                if not calls:
+                    continue
+                line = self.file.line_of(st.extent.start.offset)
+                if len(calls) != 1 or not self.path_ok(st, calls[0]):
+                    raise Decline(f"a statement (line {line}) calls helpers with barriers or warp operations more "
+                                  f"than once, or inside ?:, && or ||")
+                call = calls[0]
+                h = self.helper_of(call)
+                if kind(st) == "DECL_STMT" and len([v for v in children(st) if kind(v) == "VAR_DECL"]) != 1:
+                    raise Decline(f"the helper {h.spelling}() initialises one of several variables (line {line})")
+                body, params = self.check_helper(h, line)
+                args = [a for a in children(call)[1:] if a.extent.start.offset < a.extent.end.offset]
+                if len(args) != len(params):
+                    raise Decline(f"the call of {h.spelling}() at line {line} leaves out arguments")
+                self.counter[0] += 1
+                head, value = self.copy(h, body, params, args, self.counter[0])
+                s0, e0 = self.kt.offsets(st)
+                cs, ce = self.kt.offsets(call)
+                if value is None and strip(st) != call:
+                    raise Decline(f"the value of the void helper {h.spelling}() is used (line {line})")
+                stmt_text = "" if value is None else self.file.text(s0, cs) + value + self.file.text(ce, e0)
+                edits.append((s0, e0, head + " " + stmt_text))
+        if not edits:
+            return None
+        out = bytearray()
+        pos = 0
+        for s0, e0, t in sorted(edits):
+            if s0 < pos:
+                raise Decline("helper calls the translator cannot inline one by one")
+            out += self.file.data[pos:s0]
+            out += t.encode("utf-8")
+            pos = e0
+        out += self.file.data[pos:]
+        return bytes(out)
+
+
+def inline_and_translate(fn, file, index, args, ci):
+    """The kernel translated from a copy of the file with its helpers inlined (up to three levels:
+    helpers that call helpers), as (its KernelTranslator, the copy's File); raises Decline."""
+    counter = [0]
+    cur_file, cur_fn = file, fn
+    for _ in range(3):
+        sync = SyncFinder()
+        body = [c for c in cur_fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
+        data = Inliner(cur_file, sync, counter).run(body)
+        if data is None:
+            break
+        tu = index.parse(file.path, args=args, unsaved_files=[(file.path, data.decode("utf-8"))])
+        errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+        if errors:
+            raise Decline(f"its helpers, inlined, did not parse ({errors[0].spelling})")
+        cur_file = File(file.path, data)
+        found = [c for c in tu.cursor.walk_preorder() if kind(c) in ("FUNCTION_DECL",) and c.spelling == fn.spelling
+                 and c.extent.start.offset == fn.extent.start.offset and c.is_definition()]
+        if len(found) != 1:
+            raise Decline("the kernel with its helpers inlined could not be found again")
+        cur_fn = found[0]
+    kt = KernelTranslator(cur_fn, cur_file, SyncFinder(), ci)
+    kt.analyse()
+    return kt, cur_file
+
+
 def decline_prologue(name, reason):
     r = reason.replace("\\", "\\\\").replace('"', '\\"')
     return ("\n#if !defined(__CUDA_ARCH__)\n"
@@ -1478,7 +1691,13 @@ def translate(path, flags, resource_dir, out_path):
         try:
             if overloaded:
                 raise Decline("the kernel's name is overloaded")
-            kt.analyse()
+            try:
+                kt.analyse()
+            except Decline as first:
+                # Helpers with sync points: translate a copy with them inlined, else the reason.
+                if "helpers with barriers" not in str(first) or kind(fn) != "FUNCTION_DECL":
+                    raise
+                kt, _ = inline_and_translate(fn, file, index, args, ci)
             twin = kt.emit_twin()
             line_start = file.line_start(fn.extent.start.offset)
             # The kernel declared first when its body names it (the twin copies that code).
