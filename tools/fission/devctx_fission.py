@@ -1503,11 +1503,17 @@ class Inliner:
 
         def renamed(cursor, end=None):
             out = []
+            prev = None
             for t in cursor.get_tokens():
                 if end is not None and t.extent.start.offset >= end:
                     break
                 sp = t.spelling
-                if t.kind.name == "IDENTIFIER" and sp in names:
+                member = prev in (".", "->", "::")
+                prev = sp
+                if t.kind.name == "IDENTIFIER" and not member and sp not in names and sp in self.kernel_names:
+                    # The helper names something outside it that a kernel's local would hide.
+                    raise Decline(f"the helper {h.spelling}() uses '{sp}', which the kernel declares too")
+                if t.kind.name == "IDENTIFIER" and not member and sp in names:
                     c = t.cursor
                     target = c if kind(c) in ("PARM_DECL", "VAR_DECL") else c.referenced
                     if target is None or (target.location.offset, target.spelling) not in decls:
@@ -1544,9 +1550,11 @@ class Inliner:
                 return False
         return True
 
-    def run(self, kernel_body):
+    def run(self, kernel_body, param_names):
         """The file's text with the kernel's helper calls inlined, or None when there are none."""
         edits = []  # (start, end, text)
+        self.kernel_names = set(param_names) | {c.spelling for c in kernel_body.walk_preorder()
+                                                 if kind(c) in ("VAR_DECL", "PARM_DECL")}
 
         for comp in [c for c in kernel_body.walk_preorder() if kind(c) == "COMPOUND_STMT"]:
             for st in children(comp):
@@ -1598,7 +1606,8 @@ def inline_and_translate(fn, file, index, args, ci):
     for _ in range(3):
         sync = SyncFinder()
         body = [c for c in cur_fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
-        data = Inliner(cur_file, sync, counter).run(body)
+        data = Inliner(cur_file, sync, counter).run(body, [c.spelling for c in cur_fn.get_children()
+                                                           if kind(c) == "PARM_DECL"])
         if data is None:
             break
         tu = index.parse(file.path, args=args, unsaved_files=[(file.path, data.decode("utf-8"))])
