@@ -1157,7 +1157,7 @@ class KernelTranslator:
             t = v.cursor.type.get_canonical()
             base = t.get_pointee().kind.name if t.kind.name == "POINTER" else t.kind.name
             if base not in ARITHMETIC_KINDS:
-                raise Decline(f"the variable '{v.name}' lives across a barrier and has the type "
+                raise Decline(f"the variable '{v.name}' lives across a barrier or collective and has the type "
                               f"'{v.cursor.type.spelling}' (only numbers and pointers to them are kept per thread yet)")
             if self.key(v.cursor) in self.assigned and any(
                     kind(c) == "UNARY_OPERATOR" and self.unary_op(c) == "&" for c in self.body.walk_preorder()
