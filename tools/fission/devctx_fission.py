@@ -737,8 +737,8 @@ class KernelTranslator:
         if self.warp_mask is not None:
             raise Decline(f"a warp-uniform if (line {line}) inside another")
         if len(ch) != 2:
-            raise Decline(f"warp operations inside an if (line {line}) with an else branch or a declaration "
-                          f"in its condition, whose condition differs between warps")
+            raise Decline(f"barriers or warp operations inside an if (line {line}) whose condition may differ "
+                          f"between warps, with an else branch or a declaration in its condition")
         cond, body = ch
         if self.modified_refs(cond):
             raise Decline(f"the condition of the if at line {line} changes a variable")
