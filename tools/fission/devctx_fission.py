@@ -581,7 +581,8 @@ class KernelTranslator:
             raise Decline(f"devctx::{name} at line {line} in code the translator cannot place")
         for a in path[:-1]:
             ka = kind(a)
-            if ka in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (ka == "BINARY_OPERATOR" and self.binary_op(a) in ("&&", "||")):
+            if ka in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or \
+                    (ka == "BINARY_OPERATOR" and self.binary_op(a) in ("&&", "||")):
                 raise Decline(f"devctx::{name} inside ?:, && or || (line {line}): some threads may skip it")
         if kind(stmt) == "DECL_STMT" and len([v for v in children(stmt) if kind(v) == "VAR_DECL"]) != 1:
             raise Decline(f"devctx::{name} initialises one of several variables declared together (line {line})")
@@ -1392,8 +1393,10 @@ class KernelTranslator:
                f"  if (::devctx::detail::cpu::fission_offered(&{self.name}{targs})) [[unlikely]] {{\n"]
         conds = list(self.preconditions.items())
         for cond, why in conds:
-            r = ("the launch does not meet what the translated twin assumes: " + why).replace("\\", "\\\\").replace('"', '\\"')
-            out.append(f"    if (!({cond})) ::devctx::detail::cpu::decline_fission_offer(&{self.name}{targs}, \"{r}\");\n")
+            r = "the launch does not meet what the translated twin assumes: " + why
+            r = r.replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f"    if (!({cond})) ::devctx::detail::cpu::decline_fission_offer("
+                       f"&{self.name}{targs}, \"{r}\");\n")
         out.append(f"    if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) {{\n"
                    f"      {self.twin_name()}{targs}({args});\n"
                    "      return;\n"
@@ -1484,7 +1487,8 @@ class Inliner:
                 if depth == 0:
                     end = i
                     break
-        if end is None or re.fullmatch(r"(\s|DEVCTX_DEVICE|DEVCTX_HD_INLINE|inline|static|constexpr)*", data[end + 1:]) is None:
+        between = data[end + 1:] if end is not None else ""
+        if end is None or re.fullmatch(r"(\s|DEVCTX_DEVICE|DEVCTX_HD_INLINE|inline|static|constexpr)*", between) is None:
             return None
         keywords = {"class", "typename", "unsigned", "int", "long", "short", "char", "bool", "auto", "signed",
                     "template", "const"}

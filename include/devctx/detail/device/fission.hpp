@@ -3,7 +3,8 @@
 // time on the CPU backend (docs/cpu-backend.md, "Translated kernels"): the offer a plain-loop
 // runner makes for each block, the twin's thread loops, the thread ranges that guards on the
 // thread index become, and the warp operations and block collectives over per-thread arrays,
-// computed in the fibers' order (reduce_ops.hpp) so that results are bitwise the same. Host code only; the fission translator (tools/fission) writes the calls.
+// computed in the fibers' order (reduce_ops.hpp) so that results are bitwise the same. Host code
+// only; the fission translator (tools/fission) writes the calls.
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
