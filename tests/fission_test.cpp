@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -344,6 +346,174 @@ DEVCTX_KERNEL void template_reduce(devctx::span<const T> in, devctx::span<T> out
     devctx::barrier();
   }
   if (t == 0) out[devctx::block_idx().x] = cache[0];
+}
+
+
+// ---- warp operations and block collectives (translated since issue 26's second step) -----------
+
+/// The linear index of the thread in its block and the block's thread count.
+DEVCTX_DEVICE unsigned linear_thread() {
+  const devctx::Dim3 t = devctx::thread_idx(), d = devctx::block_dim();
+  return t.x + d.x * (t.y + d.y * t.z);
+}
+
+constexpr unsigned kBlockOuts = 9;
+
+/// Every block collective at block-uniform points, one after another.
+DEVCTX_KERNEL void block_collectives(devctx::span<const float> in, devctx::span<float> out, devctx::span<int> iout,
+                                     unsigned src) {
+  const unsigned n = devctx::block_dim().x * devctx::block_dim().y * devctx::block_dim().z;
+  const unsigned r = linear_thread();
+  const std::size_t g = std::size_t(devctx::block_idx().x) * n + r;
+  const float x = in[g];
+  const int k = int(x * 1000.0f);
+  const float sum = devctx::block_sum(x);
+  const float mx = devctx::block_max(x);
+  float mn = devctx::block_min(x * 2.0f);
+  const float incl = devctx::block_prefix_sum(x);
+  const float excl = devctx::block_prefix_sum<devctx::Scan::exclusive>(x);
+  const float from = devctx::block_broadcast(x, src);
+  const float first = devctx::block_broadcast(x + 1.0f);
+  mn += devctx::block_sum(x * x);
+  const int isum = devctx::block_sum(k);
+  const int iscan = devctx::block_prefix_sum<devctx::Scan::exclusive>(k);
+  const float values[kBlockOuts] = {sum, mx, mn, incl, excl, from, first, float(isum), float(iscan)};
+  for (unsigned j = 0; j < kBlockOuts; ++j) out[g * kBlockOuts + j] = values[j];
+  iout[2 * g] = isum;
+  iout[2 * g + 1] = iscan;
+}
+
+constexpr unsigned kWarpOuts = 14;
+
+/// Every warp operation at block-uniform points (shuffles with per-thread sources, partial warps).
+DEVCTX_KERNEL void warp_collectives(devctx::span<const int> in, devctx::span<int> out, unsigned delta) {
+  DEVCTX_SHARED(int, s, 1024);
+  const unsigned n = devctx::block_dim().x * devctx::block_dim().y * devctx::block_dim().z;
+  const unsigned r = linear_thread();
+  const unsigned lane = devctx::lane_id();
+  const std::size_t g = std::size_t(devctx::block_idx().x) * n + r;
+  int v = in[g];
+  const int a = devctx::shuffle(v, lane * 7 + 3);
+  const int b = devctx::shuffle_down(v, delta);
+  const int c = devctx::shuffle_up(v, lane % 5);
+  const int d = devctx::shuffle_xor(v, lane % 3 == 0 ? 33u : 5u);
+  const int e = devctx::warp_sum(v);
+  const int f = devctx::warp_max(v);
+  const int h = devctx::warp_min(v);
+  const int p = devctx::warp_prefix_sum(v);
+  const int q = devctx::warp_prefix_sum<devctx::Scan::exclusive>(v);
+  const unsigned bits = devctx::ballot(v > 0);
+  const int w = devctx::warp_broadcast(v - 1);
+  s[r] = v;
+  devctx::syncwarp();
+  const int neighbour = s[(r ^ 1u) < n ? r ^ 1u : r];
+  const float fs = devctx::warp_sum(float(v) * 0.37f);
+  for (unsigned m = 16; m > 0; m /= 2) v += devctx::shuffle_xor(v, m);
+  const int values[kWarpOuts] = {a, b, c, d, e, f, h, p, q, int(bits), w, neighbour, v, std::bit_cast<int>(fs)};
+  for (unsigned j = 0; j < kWarpOuts; ++j) out[g * kWarpOuts + j] = values[j];
+}
+
+/// The two-level warp-shuffle reduction (1-D blocks): lane 0 of each warp writes its warp's sum,
+/// then warp 0 reduces those under `if (warp == 0)`.
+DEVCTX_KERNEL void two_level_reduce(devctx::span<const float> in, devctx::span<float> out) {
+  DEVCTX_SHARED(float, partial, 32);
+  const unsigned t = devctx::thread_idx().x;
+  const unsigned lane = t % 32, warp = t / 32;
+  const unsigned warps = (devctx::block_dim().x + 31) / 32;
+  const std::size_t i = std::size_t(devctx::block_idx().x) * devctx::block_dim().x + t;
+  float v = i < in.size() ? in[i] : 0.0f;
+  for (unsigned offset = 16; offset > 0; offset /= 2) v += devctx::shuffle_down(v, offset);
+  if (lane == 0) partial[warp] = v;
+  devctx::barrier();
+  if (warp == 0) {
+    v = lane < warps ? partial[lane] : 0.0f;
+    for (unsigned offset = 16; offset > 0; offset /= 2) v += devctx::shuffle_down(v, offset);
+    if (lane == 0) out[devctx::block_idx().x] = v;
+  }
+}
+
+/// A warp operation under a condition on x / 32: warp-uniform in 1-D blocks and in blocks whose
+/// x is a multiple of 32, which the twin checks when the block is offered (else fibers).
+DEVCTX_KERNEL void warp_if_rows(devctx::span<const int> in, devctx::span<int> out) {
+  const unsigned n = devctx::block_dim().x * devctx::block_dim().y * devctx::block_dim().z;
+  const std::size_t g = std::size_t(devctx::block_idx().x) * n + linear_thread();
+  int v = in[g];
+  if (devctx::thread_idx().x / 32 == 1) {
+    v = devctx::warp_sum(v) + devctx::lane_id();
+  }
+  out[g] = v;
+}
+
+/// A row softmax with the block collectives (examples/05_softmax's kernel with devctx's
+/// block_max / block_sum in place of its own helpers).
+DEVCTX_KERNEL void softmax_collectives(devctx::span<const float> logits, devctx::span<float> probs, unsigned cols) {
+  const std::size_t row = std::size_t(devctx::block_idx().x) * cols;
+  const unsigned t = devctx::thread_idx().x;
+  float m = -INFINITY;
+  for (unsigned c = t; c < cols; c += devctx::block_dim().x) m = std::fmax(m, logits[row + c]);
+  m = devctx::block_max(m);
+  float sum = 0.0f;
+  for (unsigned c = t; c < cols; c += devctx::block_dim().x) {
+    const float e = std::exp(logits[row + c] - m);
+    probs[row + c] = e;
+    sum += e;
+  }
+  sum = devctx::block_sum(sum);
+  const float inv = 1.0f / sum;
+  for (unsigned c = t; c < cols; c += devctx::block_dim().x) probs[row + c] *= inv;
+}
+
+/// examples/05_softmax's kernel verbatim, with its own helpers (barriers and warp operations in
+/// helpers: the translator inlines them into the twin).
+constexpr unsigned kSoftmaxThreads = 256;
+constexpr unsigned kSoftmaxWarps = kSoftmaxThreads / devctx::warp_size;
+
+DEVCTX_DEVICE float softmax_warp_max(float v) {
+  for (unsigned mask = devctx::warp_size / 2; mask > 0; mask /= 2) v = std::fmax(v, devctx::shuffle_xor(v, mask));
+  return v;
+}
+
+DEVCTX_DEVICE float softmax_block_max(float v, float* partial) {
+  const unsigned lane = devctx::lane_id(), warp = devctx::thread_idx().x / devctx::warp_size;
+  v = softmax_warp_max(v);
+  if (lane == 0) partial[warp] = v;
+  devctx::barrier();
+  v = softmax_warp_max(lane < kSoftmaxWarps ? partial[lane] : -INFINITY);
+  devctx::barrier();
+  return v;
+}
+
+DEVCTX_DEVICE float softmax_block_sum(float v, float* partial) {
+  const unsigned lane = devctx::lane_id(), warp = devctx::thread_idx().x / devctx::warp_size;
+  v = devctx::warp_sum(v);
+  if (lane == 0) partial[warp] = v;
+  devctx::barrier();
+  v = devctx::warp_sum(lane < kSoftmaxWarps ? partial[lane] : 0.0f);
+  devctx::barrier();
+  return v;
+}
+
+DEVCTX_KERNEL void softmax_helpers(devctx::span<const float> logits, devctx::span<float> probs, unsigned cols) {
+  DEVCTX_SHARED(float, partial, kSoftmaxWarps);
+  const std::size_t row_start = std::size_t(devctx::block_idx().x) * cols;
+  const auto x = logits.subspan(row_start, cols);
+  const auto y = probs.subspan(row_start, cols);
+  const unsigned t = devctx::thread_idx().x;
+
+  float m = -INFINITY;
+  for (unsigned c = t; c < cols; c += kSoftmaxThreads) m = std::fmax(m, x[c]);
+  m = softmax_block_max(m, partial);
+
+  float sum = 0.0f;
+  for (unsigned c = t; c < cols; c += kSoftmaxThreads) {
+    const float e = std::exp(x[c] - m);
+    y[c] = e;
+    sum += e;
+  }
+  sum = softmax_block_sum(sum, partial);
+
+  const float inv = 1.0f / sum;
+  for (unsigned c = t; c < cols; c += kSoftmaxThreads) y[c] *= inv;
 }
 
 std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n) {
@@ -853,5 +1023,239 @@ TEST(FissionPatterns, TemplateKernelsPerSpecialization) {
     }, &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));  // the same tree of additions either way
+  }
+}
+
+namespace {
+
+/// The fiber path's rules for a warp (collectives.hpp), on the host: lane i of a warp of
+/// `width` lanes reading lane `src` gets its value when src < width, else its own.
+int lane_value(const int* warp, unsigned width, unsigned lane, unsigned src) {
+  return src < width ? warp[src] : warp[lane];
+}
+
+}  // namespace
+
+TEST(FissionCollectives, BlockCollectivesAreBitwiseEqualToFibers) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned blocks = 5;
+  for (const devctx::Dim3 block : {devctx::Dim3{256}, devctx::Dim3{100}, devctx::Dim3{1}, devctx::Dim3{33},
+                                   devctx::Dim3{10, 7}, devctx::Dim3{8, 4, 3}, devctx::Dim3{1024}}) {
+    const unsigned n = block.x * block.y * block.z;
+    SCOPED_TRACE(n);
+    const std::size_t count = std::size_t(blocks) * n;
+    const auto values = random_floats(rng, count);
+    auto in = ctx.enqueue_create_buffer<float>(count);
+    ctx.enqueue_copy(in, std::span(values));
+    const unsigned src = unsigned(rng() % (n + 2));  // sometimes not a thread of the block
+    auto ints_on = ctx.enqueue_create_buffer<int>(count * 2);
+    auto ints_off = ctx.enqueue_create_buffer<int>(count * 2);
+    ctx.enqueue_memset(ints_on, int(0xA5A5A5A5u));
+    ctx.enqueue_memset(ints_off, int(0xA5A5A5A5u));
+    bool first = true;
+    std::string path;
+    const auto [on, off] = on_and_off<float>(ctx, count * kBlockOuts, [&](auto& out) {
+      ctx.enqueue_function<block_collectives>({.grid_dim = blocks, .block_dim = block}, in, out,
+                                              first ? ints_on : ints_off, src);
+      first = false;
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    EXPECT_TRUE(same_bytes(download(ctx, ints_on), download(ctx, ints_off)));
+    // Every element against the host: exact where the order cannot matter, else within rounding.
+    const auto ints = download(ctx, ints_on);
+    for (unsigned b = 0; b < blocks; ++b) {
+      const float* x = &values[std::size_t(b) * n];
+      double sum = 0.0, squares = 0.0;
+      float mx = -INFINITY, mn = INFINITY;
+      int isum = 0;
+      for (unsigned r = 0; r < n; ++r) {
+        sum += x[r];
+        squares += double(x[r]) * x[r];
+        mx = std::max(mx, x[r]);
+        mn = std::min(mn, x[r] * 2.0f);
+        isum += int(x[r] * 1000.0f);
+      }
+      double prefix = 0.0;
+      int iprefix = 0;
+      for (unsigned r = 0; r < n; ++r) {
+        const float* o = &on[(std::size_t(b) * n + r) * kBlockOuts];
+        const double tol = 1e-5 * (n + 1);
+        ASSERT_NEAR(o[0], sum, tol) << b << ", " << r;
+        ASSERT_EQ(o[1], mx) << b << ", " << r;
+        ASSERT_NEAR(o[2], double(mn) + squares, tol) << b << ", " << r;
+        ASSERT_NEAR(o[4], prefix, tol) << b << ", " << r;
+        prefix += x[r];
+        ASSERT_NEAR(o[3], prefix, tol) << b << ", " << r;
+        ASSERT_EQ(o[5], src < n ? x[src] : x[r]) << b << ", " << r;
+        ASSERT_EQ(o[6], x[0] + 1.0f) << b << ", " << r;
+        ASSERT_EQ(ints[2 * (std::size_t(b) * n + r)], isum) << b << ", " << r;
+        ASSERT_EQ(ints[2 * (std::size_t(b) * n + r) + 1], iprefix) << b << ", " << r;
+        iprefix += int(x[r] * 1000.0f);
+      }
+    }
+  }
+}
+
+TEST(FissionCollectives, WarpOperationsAreBitwiseEqualToFibers) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned blocks = 4;
+  for (const devctx::Dim3 block : {devctx::Dim3{256}, devctx::Dim3{100}, devctx::Dim3{7}, devctx::Dim3{10, 7},
+                                   devctx::Dim3{16, 3, 3}}) {
+    const unsigned n = block.x * block.y * block.z;
+    SCOPED_TRACE(n);
+    const std::size_t count = std::size_t(blocks) * n;
+    const auto values = random_ints(rng, count, -1000, 1000);
+    auto in = ctx.enqueue_create_buffer<int>(count);
+    ctx.enqueue_copy(in, std::span(values));
+    const unsigned delta = unsigned(rng() % 40);
+    std::string path;
+    const auto [on, off] = on_and_off<int>(ctx, count * kWarpOuts, [&](auto& out) {
+      ctx.enqueue_function<warp_collectives>({.grid_dim = blocks, .block_dim = block}, in, out, delta);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    for (unsigned b = 0; b < blocks; ++b)
+      for (unsigned w0 = 0; w0 < n; w0 += 32) {
+        const unsigned width = std::min(32u, n - w0);
+        const int* v = &values[std::size_t(b) * n + w0];
+        int sum = 0, mx = v[0], mn = v[0], prefix = 0;
+        unsigned bits = 0;
+        int xored[32];
+        for (unsigned i = 0; i < width; ++i) {
+          sum += v[i], mx = std::max(mx, v[i]), mn = std::min(mn, v[i]);
+          bits |= unsigned(v[i] > 0) << i;
+        }
+        // The xor butterfly: every lane adds the lanes that exist, each step from the last.
+        int cur[32];
+        for (unsigned i = 0; i < width; ++i) cur[i] = v[i];
+        for (unsigned m = 16; m > 0; m /= 2) {
+          for (unsigned i = 0; i < width; ++i) xored[i] = cur[i] + lane_value(cur, width, i, i ^ m);
+          for (unsigned i = 0; i < width; ++i) cur[i] = xored[i];
+        }
+        for (unsigned i = 0; i < width; ++i) {
+          const int* o = &on[(std::size_t(b) * n + w0 + i) * kWarpOuts];
+          const unsigned r = w0 + i;
+          ASSERT_EQ(o[0], lane_value(v, width, i, (i * 7 + 3) % 32)) << b << ", " << r;
+          ASSERT_EQ(o[1], lane_value(v, width, i, i + delta)) << b << ", " << r;
+          ASSERT_EQ(o[2], lane_value(v, width, i, i % 5 <= i ? i - i % 5 : i)) << b << ", " << r;
+          const unsigned x = i ^ (i % 3 == 0 ? 33u : 5u);
+          ASSERT_EQ(o[3], lane_value(v, width, i, x < 32 ? x : i)) << b << ", " << r;
+          ASSERT_EQ(o[4], sum) << b << ", " << r;
+          ASSERT_EQ(o[5], mx) << b << ", " << r;
+          ASSERT_EQ(o[6], mn) << b << ", " << r;
+          ASSERT_EQ(o[8], prefix) << b << ", " << r;
+          prefix += v[i];
+          ASSERT_EQ(o[7], prefix) << b << ", " << r;
+          ASSERT_EQ(unsigned(o[9]), bits) << b << ", " << r;
+          ASSERT_EQ(o[10], v[0] - 1) << b << ", " << r;
+          ASSERT_EQ(o[11], (r ^ 1u) < n ? v[i ^ 1u] : v[i]) << b << ", " << r;
+          ASSERT_EQ(o[12], cur[i]) << b << ", " << r;
+          float fs;
+          std::memcpy(&fs, &o[13], sizeof fs);
+          double want = 0.0;
+          for (unsigned j = 0; j < width; ++j) want += double(float(v[j]) * 0.37f);
+          ASSERT_NEAR(fs, want, 1e-3) << b << ", " << r;
+        }
+      }
+  }
+}
+
+TEST(FissionCollectives, TwoLevelWarpShuffleReduction) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  for (const unsigned threads : {256u, 96u, 200u, 32u, 1024u, 5u}) {
+    SCOPED_TRACE(threads);
+    const std::size_t n = std::size_t(threads) * 6 + threads / 3;
+    const unsigned blocks = unsigned((n + threads - 1) / threads);
+    const auto values = random_floats(rng, n);
+    auto in = ctx.enqueue_create_buffer<float>(n);
+    ctx.enqueue_copy(in, std::span(values));
+    std::string path;
+    const auto [on, off] = on_and_off<float>(ctx, blocks, [&](auto& out) {
+      ctx.enqueue_function<two_level_reduce>({.grid_dim = blocks, .block_dim = threads}, in, out);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    // With a partial last warp the shuffle-down ladder adds lanes that keep their own value (as
+    // on the GPU, where those lanes' values are undefined): bitwise against the fibers only.
+    if (threads % 32 != 0) continue;
+    for (unsigned b = 0; b < blocks; ++b) {
+      double want = 0.0;
+      for (std::size_t i = std::size_t(b) * threads; i < std::min(n, std::size_t(b + 1) * threads); ++i) want += values[i];
+      ASSERT_NEAR(on[b], want, 1e-4 * threads) << b;
+    }
+  }
+}
+
+TEST(FissionCollectives, WarpUniformIfChecksTheBlockShapeWhenOffered) {
+  if (env_on("DEVCTX_CHECK", false)) GTEST_SKIP() << "DEVCTX_CHECK=1: every launch is checked, none runs a twin";
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned blocks = 3;
+  for (const devctx::Dim3 block : {devctx::Dim3{100}, devctx::Dim3{64, 3}, devctx::Dim3{16, 4}}) {
+    const unsigned n = block.x * block.y * block.z;
+    SCOPED_TRACE(n);
+    const std::size_t count = std::size_t(blocks) * n;
+    const auto values = random_ints(rng, count, -1000, 1000);
+    auto in = ctx.enqueue_create_buffer<int>(count);
+    ctx.enqueue_copy(in, std::span(values));
+    std::string path;
+    const auto [on, off] = on_and_off<int>(ctx, count, [&](auto& out) {
+      ctx.enqueue_function<warp_if_rows>({.grid_dim = blocks, .block_dim = block}, in, out);
+    }, &path);
+    EXPECT_TRUE(same_bytes(on, off));
+    if (block.x == 16) {
+      // x / 32 is not the same in every lane of a warp of 16 x 4 blocks: the twin declines (and
+      // the block runs as a plain loop, as no thread reaches the warp operation).
+      EXPECT_NE(path.rfind("translated: ", 0), 0u) << path;
+    } else {
+      expect_translated(path);
+    }
+    for (std::size_t g = 0; g < count; ++g) {
+      const unsigned r = unsigned(g % n), x = r % block.x;
+      int want = values[g];
+      if (x / 32 == 1) {
+        const std::size_t w0 = g - r % 32;
+        want = 0;
+        for (unsigned j = 0; j < std::min(32u, n - r / 32 * 32); ++j) want += values[w0 + j];
+        want = int(unsigned(want) + r % 32);
+      }
+      ASSERT_EQ(on[g], want) << g;
+    }
+  }
+}
+
+TEST(FissionCollectives, SoftmaxWithBlockCollectivesAndWithHelpers) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned rows = 9, cols = 1000;
+  std::vector<float> logits(std::size_t(rows) * cols);
+  std::normal_distribution<float> dist(0.0f, 4.0f);
+  for (float& v : logits) v = dist(rng);
+  auto in = ctx.enqueue_create_buffer<float>(logits.size());
+  ctx.enqueue_copy(in, std::span(logits));
+  for (const unsigned threads : {256u, 80u, 0u}) {
+    SCOPED_TRACE(threads);
+    std::string path;
+    const auto [on, off] = on_and_off<float>(ctx, logits.size(), [&](auto& out) {
+      // 0: examples/05_softmax's kernel, whose helpers the translator inlines (256 threads).
+      if (threads == 0) ctx.enqueue_function<softmax_helpers>({.grid_dim = rows, .block_dim = 256}, in, out, cols);
+      else ctx.enqueue_function<softmax_collectives>({.grid_dim = rows, .block_dim = threads}, in, out, cols);
+    }, &path);
+    expect_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    for (unsigned r = 0; r < rows; ++r) {
+      const float* x = &logits[std::size_t(r) * cols];
+      double m = -INFINITY, sum = 0.0;
+      for (unsigned c = 0; c < cols; ++c) m = std::max(m, double(x[c]));
+      for (unsigned c = 0; c < cols; ++c) sum += std::exp(double(x[c]) - m);
+      for (unsigned c = 0; c < cols; ++c) {
+        const double want = std::exp(double(x[c]) - m) / sum;
+        ASSERT_NEAR(on[std::size_t(r) * cols + c], want, 1e-6 + 1e-4 * want) << r << ", " << c;
+      }
+    }
   }
 }

@@ -23,7 +23,7 @@ import traceback
 
 # Devctx functions whose calls are sync points the translator handles or declines.
 BARRIER = "barrier"
-INDEX_FUNCTIONS = {"thread_idx", "global_idx"}
+INDEX_FUNCTIONS = {"thread_idx", "global_idx", "lane_id"}
 UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim", "dynamic_shared"}
 INTEGRAL_KINDS = {"BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG",
                   "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG"}
@@ -33,6 +33,28 @@ PASS_THROUGH = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIO
 LITERALS = {"INTEGER_LITERAL", "FLOATING_LITERAL", "CXX_BOOL_LITERAL_EXPR", "CHARACTER_LITERAL", "CXX_UNARY_EXPR"}
 IGNORED_CHILDREN = {"TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF"}
 LOOP_KINDS = {"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT", "SWITCH_STMT"}
+# The warp operations and block collectives of devctx (kernel.hpp, collectives.hpp) that a twin
+# computes over per-thread arrays (fission.hpp): name -> (what, the fission:: call's head).
+F = "::devctx::detail::cpu::fission::"
+COLLECTIVES = {
+    "warp_sum": ("warp", F + "warp_reduce<::devctx::detail::SumOp>"),
+    "warp_max": ("warp", F + "warp_reduce<::devctx::detail::MaxOp>"),
+    "warp_min": ("warp", F + "warp_reduce<::devctx::detail::MinOp>"),
+    "warp_prefix_sum": ("warp", F + "warp_prefix_sum"),
+    "shuffle": ("warp", F + "shuffle"),
+    "shuffle_idx": ("warp", F + "shuffle"),
+    "shuffle_down": ("warp", F + "shuffle_down"),
+    "shuffle_up": ("warp", F + "shuffle_up"),
+    "shuffle_xor": ("warp", F + "shuffle_xor"),
+    "warp_broadcast": ("warp", F + "shuffle"),
+    "ballot": ("warp", F + "ballot"),
+    "syncwarp": ("warp", None),
+    "block_sum": ("block", F + "block_reduce<::devctx::detail::SumOp>"),
+    "block_max": ("block", F + "block_reduce<::devctx::detail::MaxOp>"),
+    "block_min": ("block", F + "block_reduce<::devctx::detail::MinOp>"),
+    "block_prefix_sum": ("block", F + "block_prefix_sum"),
+    "block_broadcast": ("block", F + "block_broadcast"),
+}
 
 
 class Decline(Exception):
@@ -75,6 +97,19 @@ def devctx_function(c):
     return ref.spelling if ns[:1] == ["devctx"] else None
 
 
+def overloaded_decls(c):
+    """The declarations an OVERLOADED_DECL_REF may name (libclang's C API; the Python bindings
+    do not wrap it)."""
+    import ctypes
+    import clang.cindex as ci
+    lib = ci.conf.lib
+    count = lib.clang_getNumOverloadedDecls
+    count.argtypes, count.restype = [ci.Cursor], ctypes.c_uint
+    get = lib.clang_getOverloadedDecl
+    get.argtypes, get.restype, get.errcheck = [ci.Cursor, ctypes.c_uint], ci.Cursor, ci.Cursor.from_result
+    return [get(c, i) for i in range(count(c))]
+
+
 class File:
     def __init__(self, path, data):
         self.path = path
@@ -107,6 +142,18 @@ class SyncFinder:
         """'barrier', a description of another sync point, or None."""
         ref = call.referenced
         if ref is None:
+            # A call in a template that depends on its parameters: the candidates it may call.
+            ch = children(call)
+            for o in (ch[0].walk_preorder() if ch else []):
+                if kind(o) != "OVERLOADED_DECL_REF":
+                    continue
+                for d in overloaded_decls(o):
+                    if qualified(d) == ["devctx"] and (d.spelling in COLLECTIVES or d.spelling == BARRIER):
+                        return (f"devctx::{d.spelling} on a value whose type depends on a template parameter (a "
+                                f"template kernel's warp operations and block collectives are not translated yet)")
+                    inner = self.function_sync(d)
+                    if inner is not None:
+                        return f"a call of {d.spelling}(), which reaches {inner}"
             return None
         name = devctx_function(call)
         if name == BARRIER:
@@ -197,6 +244,13 @@ class KernelTranslator:
         self.var_count = 0
         self.early_exit = False  # a thread may return before a later barrier
         self.shared_vars = set()  # keys of the DEVCTX_SHARED arrays
+        self.coll_count = 0       # warp operations and block collectives split out
+        self.coll_arrays = []     # (type, name) of their per-thread argument and result arrays
+        self.replacements = {}    # call start offset -> (end offset, the text that replaces it)
+        self.arg_items = {}       # region item start -> [(array, argument cursor)]
+        self.excluded = set()     # (start, end) of calls whose arguments another region evaluates
+        self.warp_mask = None     # inside a warp-uniform if: its per-thread condition array
+        self.preconditions = {}   # run-time condition (C++ text) -> why the kernel needs it
 
     # ---- helpers ---------------------------------------------------------------------------------
     def key(self, decl):
@@ -415,16 +469,31 @@ class KernelTranslator:
         c = strip(c)
         return kind(c) == "CALL_EXPR" and devctx_function(c) == BARRIER
 
-    def form(self, compound, top):
-        """Block-level nodes of a compound statement: ('region', Region), ('code', text, line),
-        ('loop', header text, line, nodes)."""
+    def collective_of(self, call):
+        """The name of the devctx warp operation or block collective a CALL_EXPR calls, else None."""
+        ref = call.referenced
+        if ref is None or kind(ref) not in ("FUNCTION_DECL", "FUNCTION_TEMPLATE"):
+            return None
+        return ref.spelling if qualified(ref) == ["devctx"] and ref.spelling in COLLECTIVES else None
+
+    def form(self, compound, top, items=None):
+        """Block-level nodes of a compound statement (or of `items`): ('region', Region), ('code',
+        text, line), ('loop', header text, line, nodes), ('if', ...)."""
         nodes = []
         current = None
-        items = self.items_of(compound)
+        items = self.items_of(compound) if items is None else items
         for n, (cs, s, e) in enumerate(items):
             first = cs[0]
             text = self.file.text(s, e)
             if len(cs) == 1 and self.is_barrier_stmt(first):
+                if self.warp_mask is not None:
+                    raise Decline(f"barrier() inside an if whose condition differs between warps "
+                                  f"(line {self.file.line_of(s)})")
+                current = None
+                continue
+            if len(cs) == 1 and kind(strip(first)) == "CALL_EXPR" and self.collective_of(strip(first)) == "syncwarp":
+                # The lanes meet: the stretch ends (a twin's stretch runs the warp's lanes in order).
+                self.coll_count += 1
                 current = None
                 continue
             if text.lstrip().startswith("DEVCTX_SHARED"):
@@ -439,15 +508,21 @@ class KernelTranslator:
             k = kind(first)
             syncs = self.sync.syncs_in(first) if len(cs) == 1 else [x for c in cs for x in self.sync.syncs_in(c)]
             if syncs:
-                what = [d for _, d in syncs if d != "barrier"]
+                what = [d for c, d in syncs if d != "barrier" and self.collective_of(c) is None]
                 if what:
                     w = what[0]
                     if w.startswith("a call of "):
                         raise Decline(f"it makes {w}: helpers with barriers or warp operations are not translated "
                                       f"yet (a barrier written in the kernel itself can be)")
-                    raise Decline(f"it uses {w}: warp operations and block collectives are not translated yet")
+                    raise Decline(f"it uses {w}" + ("" if "not translated yet" in w else
+                                                    ", which the translator does not follow"))
                 if k in ("FOR_STMT", "WHILE_STMT"):
                     nodes.append(self.loop(first, s))
+                    current = None
+                    continue
+                if k == "IF_STMT" and children(first) and self.uniform(children(first)[0]) is not None and \
+                        self.warp_uniform(children(first)[0]) is None:
+                    self.warp_if(first, s, current, nodes)
                     current = None
                     continue
                 if k == "IF_STMT":
@@ -458,6 +533,10 @@ class KernelTranslator:
                     raise Decline(f"barrier() inside a do-while loop (line {self.file.line_of(s)}; not translated yet)")
                 if k == "COMPOUND_STMT":
                     raise Decline(f"barrier() inside a nested block {{ }} (line {self.file.line_of(s)})")
+                if len(cs) == 1 and all(d != "barrier" for _, d in syncs) and \
+                        (k == "DECL_STMT" or k.endswith("_EXPR") or k.endswith("_OPERATOR")):
+                    current = self.split_collective(first, s, e, syncs, current, nodes)
+                    continue
                 raise Decline(f"barrier() inside a {k.lower().replace('_stmt', '')} statement "
                               f"(line {self.file.line_of(s)}), which the translator does not split")
             # A uniform update of a block-level local (stride /= 2) runs once per block.
@@ -471,6 +550,240 @@ class KernelTranslator:
                 nodes.append(("region", current))
             current.items.append((cs, s, e))
         return nodes
+
+    def path_to(self, root, target):
+        """The cursors from `root` down to `target`, else None."""
+        if root == target:
+            return [root]
+        for x in children(root):
+            if x.extent.start.offset <= target.extent.start.offset and target.extent.end.offset <= x.extent.end.offset:
+                p = self.path_to(x, target)
+                if p is not None:
+                    return [root] + p
+        return None
+
+    def split_collective(self, stmt, s, e, syncs, current, nodes):
+        """A statement with one warp operation or block collective at a block-uniform point (or
+        under a warp-uniform if): the stretch before it ends by storing the call's per-thread
+        arguments, the block-level code computes every thread's result as the fibers would
+        (fission.hpp), and a new stretch starts with the statement, the call replaced by the
+        thread's result. Returns that stretch."""
+        line = self.file.line_of(s)
+        if len(syncs) != 1:
+            raise Decline(f"more than one warp operation, block collective or barrier in one statement (line {line}); "
+                          f"write each in its own statement")
+        call = syncs[0][0]
+        name = self.collective_of(call)
+        what, head = COLLECTIVES[name]
+        if what == "block" and self.warp_mask is not None:
+            raise Decline(f"devctx::{name} inside an if whose condition differs between warps (line {line})")
+        path = self.path_to(stmt, call)
+        if path is None:
+            raise Decline(f"devctx::{name} at line {line} in code the translator cannot place")
+        for a in path[:-1]:
+            ka = kind(a)
+            if ka in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or \
+                    (ka == "BINARY_OPERATOR" and self.binary_op(a) in ("&&", "||")):
+                raise Decline(f"devctx::{name} inside ?:, && or || (line {line}): some threads may skip it")
+        if kind(stmt) == "DECL_STMT" and len([v for v in children(stmt) if kind(v) == "VAR_DECL"]) != 1:
+            raise Decline(f"devctx::{name} initialises one of several variables declared together (line {line})")
+        fn = call.referenced
+        params = list(fn.get_arguments())
+        args = [a for a in children(call)[1:] if a.extent.start.offset < a.extent.end.offset]
+        if not args or len(args) > len(params):
+            raise Decline(f"devctx::{name} at line {line} with arguments the translator cannot read")
+        for a in args:
+            if self.modified_refs(a) or self.sync.syncs_in(a):
+                raise Decline(f"an argument of devctx::{name} (line {line}) changes a variable or synchronises")
+        ptypes = [p.type.get_canonical() for p in params]
+        rtype = call.type.get_canonical()
+        vkind = "BOOL" if name == "ballot" else None
+        for t in [ptypes[0], rtype]:
+            if "type-parameter" in t.spelling or "dependent" in t.spelling:
+                raise Decline(f"devctx::{name} on a value whose type depends on a template parameter (line {line}; "
+                              f"not translated yet)")
+            if t.kind.name not in ARITHMETIC_KINDS or "type-parameter" in t.spelling or \
+                    (vkind is not None and t is ptypes[0] and t.kind.name != vkind):
+                raise Decline(f"devctx::{name} on a value of type '{t.spelling}' (line {line}): the translator "
+                              f"keeps numbers only per thread")
+        self.coll_count += 1
+        n = self.coll_count
+        per_thread = []   # (array, argument)
+        call_args = []
+        for i, a in enumerate(args):
+            t = ptypes[i].spelling
+            if i > 0 and self.uniform(a) is None:
+                call_args.append(f"static_cast<{t}>({self.src(a)})")
+                continue
+            arr = f"devctx_ca{n}_{i}"
+            self.coll_arrays.append((t, arr))
+            per_thread.append((arr, a))
+            call_args.append(arr)
+        if name == "block_broadcast" and len(args) == 1:
+            call_args.append("0u")
+        if name == "warp_broadcast":
+            call_args.append("0u")
+        if name in ("warp_prefix_sum", "block_prefix_sum"):
+            if fn.get_num_template_arguments() < 1 or fn.get_template_argument_kind(0).name != "INTEGRAL":
+                raise Decline(f"devctx::{name} at line {line} whose Scan the translator cannot read")
+            head += "<" + ("true" if fn.get_template_argument_value(0) != 0 else "false") + ">"
+        mask = [self.warp_mask or "nullptr"] if what == "warp" else []
+        result = f"devctx_cr{n}"
+        if name in ("block_sum", "block_max", "block_min"):
+            code = f"const {rtype.spelling} {result} = {head}({', '.join(call_args)});"
+            replacement = result
+        else:
+            self.coll_arrays.append((rtype.spelling, result))
+            code = f"{head}({', '.join(mask + call_args + [result])});"
+            replacement = f"{result}[devctx_rank]"
+        # The stretch before: each thread stores the arguments.
+        if current is None:
+            current = Region(len(self.regions), False)
+            self.regions.append(current)
+            nodes.append(("region", current))
+        key = per_thread[0][1].extent.start.offset
+        self.arg_items[key] = per_thread
+        current.items.append(([a for _, a in per_thread], key, per_thread[-1][1].extent.end.offset))
+        current.uses_rank = True
+        nodes.append(("code", code, line))
+        # The stretch after: the statement with the thread's result.
+        self.replacements[call.extent.start.offset] = (call.extent.end.offset, replacement)
+        self.excluded.add((call.extent.start.offset, call.extent.end.offset))
+        current = Region(len(self.regions), False)
+        current.uses_rank = "devctx_rank" in replacement
+        self.regions.append(current)
+        nodes.append(("region", current))
+        current.items.append(([stmt], s, e))
+        return current
+
+    def prologue_constant(self, c):
+        """`c` can be evaluated in the kernel's prologue, the same in every block: literals,
+        parameters, template parameters, enumerators and namespace-level constants."""
+        for x in c.walk_preorder():
+            k = kind(x)
+            if k == "CALL_EXPR" or (k.endswith("_OPERATOR") and k != "BINARY_OPERATOR" and
+                                    not (k == "UNARY_OPERATOR" and self.unary_op(x) in ("-", "+", "~", "!"))):
+                return False
+            if k == "DECL_REF_EXPR":
+                d = x.referenced
+                if d is None:
+                    return False
+                dk = kind(d)
+                if dk == "PARM_DECL" and self.is_param(d) and self.key(d) not in self.assigned:
+                    continue
+                if dk in ("ENUM_CONSTANT_DECL", "TEMPLATE_NON_TYPE_PARAMETER"):
+                    continue
+                if dk == "VAR_DECL" and d.type.is_const_qualified() and d.semantic_parent is not None and \
+                        kind(d.semantic_parent) in ("NAMESPACE", "TRANSLATION_UNIT"):
+                    continue
+                return False
+        return c.type.get_canonical().kind.name in INTEGRAL_KINDS
+
+    def warp_uniform(self, c, depth=0):
+        """None when `c` has one value for all lanes of a warp: made of block-uniform values and
+        the warp index (x / K, x >> S, x < K on the thread index x, K a multiple of 32), given the
+        run-time conditions it records in self.preconditions (a 1-D block or one whose x is a
+        multiple of 32, so that a warp is 32 consecutive x of one row). Else a reason."""
+        if depth > 8:
+            return "an expression too deep to follow"
+        if self.uniform(c) is None:
+            return None
+        c = strip(c)
+        k = kind(c)
+        ch = children(c)
+        tx = self.thread_x_keys()
+        line = self.file.line_of(c.extent.start.offset)
+        rows = ("::devctx::block_dim().x % 32u == 0 || (::devctx::block_dim().y == 1 && ::devctx::block_dim().z == 1)",
+                f"a warp-uniform if (line {line}) needs a 1-D block or one whose x is a multiple of 32")
+        if k in PASS_THROUGH and len(ch) == 1:
+            return self.warp_uniform(ch[0], depth + 1)
+        if k == "UNARY_OPERATOR" and self.unary_op(c) == "!" and ch:
+            return self.warp_uniform(ch[0], depth + 1)
+        if k == "BINARY_OPERATOR" and len(ch) == 2:
+            op = self.binary_op(c)
+            left, right = ch
+            if op in ("/", ">>", "<", ">=") and self.is_thread_x(left, tx) and self.prologue_constant(right):
+                k_text = self.src(right)
+                if op == ">>":
+                    self.preconditions[f"({k_text}) >= 5"] = f"a shift of the thread index by less than 5 (line {line})"
+                else:
+                    self.preconditions[f"({k_text}) % 32 == 0"] = \
+                        f"a condition on the thread index with a bound that is not a multiple of 32 (line {line})"
+                self.preconditions[rows[0]] = rows[1]
+                return None
+            if op in (">", "<=") and self.is_thread_x(right, tx) and self.prologue_constant(left):
+                self.preconditions[f"({self.src(left)}) % 32 == 0"] = \
+                    f"a condition on the thread index with a bound that is not a multiple of 32 (line {line})"
+                self.preconditions[rows[0]] = rows[1]
+                return None
+            if op in ("==", "!=", "<", "<=", ">", ">=", "&&", "||", "+", "-", "*", "/", "%", "&", "|", "^"):
+                for x in ch:
+                    r = self.warp_uniform(x, depth + 1)
+                    if r is not None:
+                        return r
+                return None
+        if k == "DECL_REF_EXPR" and c.referenced is not None and kind(c.referenced) == "VAR_DECL":
+            d = c.referenced
+            init = children(d)
+            if d.type.is_const_qualified() and init and d.semantic_parent is not None and \
+                    self.key(d) not in self.assigned and self.key(d) not in tx:
+                return self.warp_uniform(init[-1], depth + 1)
+        return self.uniform(c)
+
+    def warp_if(self, c, start, current, nodes):
+        """An `if` whose condition is the same for the lanes of each warp (`if (warp == 0)`) around
+        warp operations: each thread stores the condition, and the stretches of its branch run the
+        threads that hold it (collectives too, per warp)."""
+        line = self.file.line_of(start)
+        ch = children(c)
+        if self.warp_mask is not None:
+            raise Decline(f"a warp-uniform if (line {line}) inside another")
+        if len(ch) != 2:
+            raise Decline(f"barriers or warp operations inside an if (line {line}) whose condition may differ "
+                          f"between warps, with an else branch or a declaration in its condition")
+        cond, body = ch
+        if self.modified_refs(cond):
+            raise Decline(f"the condition of the if at line {line} changes a variable")
+        self.coll_count += 1
+        arr = f"devctx_wc{self.coll_count}"
+        self.coll_arrays.append(("unsigned char", arr))
+        if current is None:
+            current = Region(len(self.regions), False)
+            self.regions.append(current)
+            nodes.append(("region", current))
+        key = cond.extent.start.offset
+        self.arg_items[key] = [(arr, cond)]
+        current.items.append(([cond], key, cond.extent.end.offset))
+        current.uses_rank = True
+        items = None
+        if kind(body) != "COMPOUND_STMT":
+            bs, be = self.offsets(body)
+            if not self.file.text(bs, be).rstrip().endswith((";", "}")):
+                be = self.file.stmt_end(be)
+            items = [([body], bs, be)]
+        self.warp_mask = arr
+        try:
+            inner = self.form(body, False, items)
+        finally:
+            self.warp_mask = None
+        for r, _ in self.all_regions(inner):
+            r.mask = arr
+        nodes.append(("if", "", line, inner, None))
+
+    def refs_of(self, root):
+        """Keys of the declarations `root` refers to, leaving out the arguments of calls that an
+        earlier stretch evaluates (split_collective)."""
+        out = set()
+
+        def walk(c):
+            if (c.extent.start.offset, c.extent.end.offset) in self.excluded and kind(c) == "CALL_EXPR":
+                return
+            if kind(c) == "DECL_REF_EXPR" and c.referenced is not None:
+                out.add(self.key(c.referenced))
+            for x in c.get_children():
+                walk(x)
+        walk(root)
+        return out
 
     def uniform_update(self, c):
         c = strip(c)
@@ -499,8 +812,8 @@ class KernelTranslator:
         ch = children(c)
         r = self.uniform(ch[0]) if ch else "nothing"
         if r is not None:
-            raise Decline(f"barrier() inside an if (line {line}) whose condition depends on {r}, which may "
-                          f"differ between threads")
+            raise Decline(f"barrier() or a collective inside an if (line {line}) whose condition depends on {r}, "
+                          f"which may differ between threads")
         if len(ch) not in (2, 3) or kind(ch[1]) != "COMPOUND_STMT":
             raise Decline(f"barrier() inside an if (line {line}) whose branches are not blocks {{ }} "
                           f"or that declares a variable in its condition")
@@ -524,8 +837,15 @@ class KernelTranslator:
         line = self.file.line_of(start)
         ch = children(c)
         body = ch[-1]
+        body_items = None
         if kind(body) != "COMPOUND_STMT":
-            raise Decline(f"the loop at line {line} that contains barrier() has no braces")
+            # One statement without braces (`for (...) v += shuffle_down(v, d);`): one item.
+            if kind(body) in LOOP_KINDS or kind(body) == "IF_STMT":
+                raise Decline(f"the loop at line {line} that contains barrier() has no braces")
+            bs, be = self.offsets(body)
+            if not self.file.text(bs, be).rstrip().endswith((";", "}")):
+                be = self.file.stmt_end(be)
+            body_items = [([body], bs, be)]
         header = self.file.text(start, body.extent.start.offset).rstrip()
         parts = ch[:-1]
         if kind(c) == "FOR_STMT":
@@ -575,7 +895,7 @@ class KernelTranslator:
                 if r is not None:
                     raise Decline(f"barrier() inside a loop whose condition (line {line}) depends on {r}, which may "
                                   f"differ between threads")
-        return ("loop", header, line, self.form(body, False))
+        return ("loop", header, line, self.form(body, False, body_items))
 
     # ---- analysis ---------------------------------------------------------------------------------
     def prepare_uniform_locals(self):
@@ -643,6 +963,9 @@ class KernelTranslator:
             r.items = kept
         self.split_guards()
         self.check_exits()
+        if self.early_exit and self.coll_count:
+            raise Decline("a warp operation or block collective in a kernel whose threads may return before it "
+                          "(the lanes that returned would be missing from it)")
         self.find_vars()
 
     def last_region(self):
@@ -735,6 +1058,8 @@ class KernelTranslator:
                 rng = None if has_return or len(it[0]) != 1 else self.guard_range(it[0][0], thread_x)
                 if rng is not None:
                     g = Region(0, False)
+                    g.mask = getattr(r, "mask", None)
+                    g.uses_rank = getattr(r, "uses_rank", False)
                     g.items = [it]
                     g.range = rng
                     g.guard_body = children(it[0][0])[1]
@@ -742,6 +1067,8 @@ class KernelTranslator:
                 else:
                     if not pieces or pieces[-1].range is not None:
                         pieces.append(Region(0, False))
+                        pieces[-1].mask = getattr(r, "mask", None)
+                        pieces[-1].uses_rank = getattr(r, "uses_rank", False)
                     pieces[-1].items.append(it)
             for p in pieces:
                 if p.items:
@@ -802,9 +1129,7 @@ class KernelTranslator:
                             if kind(v) == "VAR_DECL":
                                 self.var_count += 1
                                 self.vars[self.key(v)] = Var(v, (cs, c0), r, self.var_count)
-                    for c in c0.walk_preorder():
-                        if kind(c) == "DECL_REF_EXPR" and c.referenced is not None:
-                            r.refs.add(self.key(c.referenced))
+                    r.refs |= self.refs_of(c0)
         self.regions_list = regions
         live = {k: v for k, v in self.vars.items() if any(k in r.refs and r is not v.region for r in regions)}
         # Rematerialisable: const, initialised from the thread index and uniform values only.
@@ -834,7 +1159,7 @@ class KernelTranslator:
             t = v.cursor.type.get_canonical()
             base = t.get_pointee().kind.name if t.kind.name == "POINTER" else t.kind.name
             if base not in ARITHMETIC_KINDS:
-                raise Decline(f"the variable '{v.name}' lives across a barrier and has the type "
+                raise Decline(f"the variable '{v.name}' lives across a barrier or collective and has the type "
                               f"'{v.cursor.type.spelling}' (only numbers and pointers to them are kept per thread yet)")
             if self.key(v.cursor) in self.assigned and any(
                     kind(c) == "UNARY_OPERATOR" and self.unary_op(c) == "&" for c in self.body.walk_preorder()
@@ -890,18 +1215,18 @@ class KernelTranslator:
     def body_text(self, start, end):
         """The kernel's text in [start, end); with early exits, each `return` also marks the thread
         exited (the twin's later stretches skip it)."""
-        if not self.early_exit:
-            return self.file.text(start, end)
+        subs = [(s0, e0, t) for s0, (e0, t) in self.replacements.items()]
+        if self.early_exit:
+            for c in self.body.walk_preorder():
+                if kind(c) == "RETURN_STMT":
+                    subs.append((*self.offsets(c), "return (void)(devctx_exited[devctx_rank] = 1)"))
         out = []
         pos = start
-        for c in self.body.walk_preorder():
-            if kind(c) != "RETURN_STMT":
-                continue
-            s, e = self.offsets(c)
+        for s, e, t in sorted(subs):
             if s < pos or e > end:
                 continue
             out.append(self.file.text(pos, s))
-            out.append("return (void)(devctx_exited[devctx_rank] = 1)")
+            out.append(t)
             pos = e
         out.append(self.file.text(pos, end))
         return "".join(out)
@@ -917,7 +1242,8 @@ class KernelTranslator:
         loads.sort(key=lambda v: v.cursor.extent.start.offset)
         stores = [v for v in self.live.values() if not v.remat and (v.region is r or v in loads) and not v.const]
         stores += [v for v in self.live.values() if not v.remat and v.region is r and v.const]
-        uses_rank = bool(loads or stores or self.early_exit)
+        uses_rank = bool(loads or stores or self.early_exit or getattr(r, "uses_rank", False) or
+                         getattr(r, "mask", None))
         # Parameters and block-uniform variables by value: a region may not change them.
         caps = sorted({self.vars_name(k) for k in used if self.captured_by_value(k)})
         cap = "&" + "".join(", " + c for c in caps)
@@ -926,6 +1252,8 @@ class KernelTranslator:
         out = [f"{pad}::devctx::detail::cpu::fission::threads({begin}, {end}, [{cap}]({rank}) {{\n"]
         if self.early_exit:
             out.append(f"{pad}  if (devctx_exited[devctx_rank]) return;\n")
+        if getattr(r, "mask", None):
+            out.append(f"{pad}  if (!{r.mask}[devctx_rank]) return;\n")
         for d in remats:
             out.append(self.line_directive(d.extent.start.offset))
             out.append(f"{pad}  [[maybe_unused]] {self.src(d)}\n")
@@ -942,6 +1270,10 @@ class KernelTranslator:
         else:
             for cs, s, e in r.items:
                 out.append(self.line_directive(s))
+                if s in self.arg_items:
+                    for arr, a in self.arg_items[s]:
+                        out.append(f"{pad}  {arr}[devctx_rank] = {self.body_text(*self.offsets(a))};\n")
+                    continue
                 # A declaration whose variables the region itself may not use (row, col above a
                 # barrier): no unused-variable warning.
                 mu = "[[maybe_unused]] " if len(cs) == 1 and kind(cs[0]) == "DECL_STMT" and children(cs[0]) and all(
@@ -1036,6 +1368,8 @@ class KernelTranslator:
             if not v.remat:
                 out.append(f"  {self.type_text(v)}* const {v.array} = "
                            f"::devctx::detail::cpu::fission::per_thread<{self.type_text(v)}>();\n")
+        for t, name in self.coll_arrays:
+            out.append(f"  {t}* const {name} = ::devctx::detail::cpu::fission::per_thread<{t}>();\n")
         if self.early_exit:
             out.append("  unsigned char* const devctx_exited = "
                        "::devctx::detail::cpu::fission::per_thread<unsigned char>();\n"
@@ -1048,12 +1382,252 @@ class KernelTranslator:
     def prologue(self):
         args = ", ".join(p.spelling for p in self.params)
         targs = self.template_parts()[1]
-        return ("\n#if !defined(__CUDA_ARCH__)\n"
-                f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) [[unlikely]] {{\n"
-                f"    {self.twin_name()}{targs}({args});\n"
-                "    return;\n"
-                "  }\n"
-                "#endif\n")
+        if not self.preconditions:
+            return ("\n#if !defined(__CUDA_ARCH__)\n"
+                    f"  if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) [[unlikely]] {{\n"
+                    f"    {self.twin_name()}{targs}({args});\n"
+                    "    return;\n"
+                    "  }\n"
+                    "#endif\n")
+        # The twin holds only under run-time conditions (the block's shape): else fibers, and why.
+        out = ["\n#if !defined(__CUDA_ARCH__)\n",
+               f"  if (::devctx::detail::cpu::fission_offered(&{self.name}{targs})) [[unlikely]] {{\n"]
+        conds = list(self.preconditions.items())
+        for cond, why in conds:
+            r = "the launch does not meet what the translated twin assumes: " + why
+            r = r.replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f"    if (!({cond})) ::devctx::detail::cpu::decline_fission_offer("
+                       f"&{self.name}{targs}, \"{r}\");\n")
+        out.append(f"    if (::devctx::detail::cpu::take_fission_offer(&{self.name}{targs})) {{\n"
+                   f"      {self.twin_name()}{targs}({args});\n"
+                   "      return;\n"
+                   "    }\n"
+                   "  }\n"
+                   "#endif\n")
+        return "".join(out)
+
+
+class Inliner:
+    """Writes a kernel's calls of helpers that contain sync points (barriers, warp operations,
+    block collectives) inline, so that the kernel's twin can split them: a statement that calls
+    such a helper `h(a, b)` once, where every thread evaluates it, becomes the helper's
+    parameters as locals initialised from the arguments, the helper's body (its parameters and
+    locals renamed apart), and the statement with the call replaced by the returned value. The
+    helper must be a plain function defined in the same file, take its parameters by value, and
+    return only by one `return` at its end. The inlined code goes on the call's line (the body's
+    tokens joined, comments dropped), so every other line of the file keeps its number; it is used
+    for the twin only: the kernel itself runs as written on fibers."""
+
+    def __init__(self, file, sync, counter):
+        self.file = file
+        self.sync = sync
+        self.counter = counter  # [n]: numbers the inlined copies
+        self.kt = object.__new__(KernelTranslator)  # for its stateless cursor helpers
+
+    def helper_of(self, call):
+        ref = call.referenced
+        if ref is None or kind(ref) != "FUNCTION_DECL" or qualified(ref)[:1] == ["devctx"]:
+            return None
+        d = ref.get_definition()
+        if d is None or d.location.file is None or \
+                os.path.realpath(d.location.file.name) != os.path.realpath(self.file.path):
+            return None
+        return d if self.sync.function_sync(d) is not None else None
+
+    def check_helper(self, h, line):
+        why = None
+        body = [c for c in h.get_children() if kind(c) == "COMPOUND_STMT"]
+        if h.get_num_template_arguments() > 0 and body:
+            # A specialization: its parameter and return types are concrete; the body is the
+            # template's text, so it must not name the template's parameters.
+            names = self.template_parameter_names(h)
+            used = {t.spelling for t in body[0].get_tokens() if t.kind.name == "IDENTIFIER"}
+            if names is None or names & used:
+                raise Decline(f"it calls {h.spelling}() (line {line}), a template with barriers or warp operations "
+                              f"whose body names its template parameters (not inlined yet)")
+        params = [c for c in h.get_children() if kind(c) == "PARM_DECL"]
+        if not body:
+            why = "it has no body"
+        elif any(not p.spelling or p.type.kind.name in ("LVALUEREFERENCE", "RVALUEREFERENCE") or
+                 any(ch in p.type.spelling for ch in "([") for p in params):
+            why = "it takes a parameter by reference, without a name, or of an array or function type"
+        elif kind(h.semantic_parent) not in ("NAMESPACE", "TRANSLATION_UNIT"):
+            why = "it is a member function"
+        if why is None:
+            stmts = children(body[0])
+            text = self.file.text(*self.kt.offsets(body[0]))
+            returns = [c for c in body[0].walk_preorder() if kind(c) == "RETURN_STMT"]
+            void = h.result_type.kind.name == "VOID"
+            if any(line.lstrip().startswith("#") for line in text.splitlines()[1:]) or "DEVCTX_SHARED" in text:
+                why = "its body has preprocessor directives or DEVCTX_SHARED"
+            elif any(kind(c) in ("LAMBDA_EXPR", "GOTO_STMT", "LABEL_STMT") or
+                     (kind(c) == "VAR_DECL" and c.storage_class.name == "STATIC") for c in body[0].walk_preorder()):
+                why = "its body has a lambda, goto or static local"
+            elif void and returns:
+                why = "it returns early"
+            elif not void and (len(returns) != 1 or not stmts or stmts[-1] != returns[0] or not children(returns[0])):
+                why = "it does not return once, at its end"
+        if why is not None:
+            raise Decline(f"it calls {h.spelling}() (line {line}), which has barriers or warp operations and "
+                          f"cannot be inlined: {why}")
+        return body[0], params
+
+    def template_parameter_names(self, h):
+        """The names in the `template <...>` right before a helper's definition, else None."""
+        import re
+        data = self.file.data[:h.extent.start.offset].decode("utf-8", "replace")
+        at = data.rfind("template")
+        if at < 0:
+            return None
+        depth, end = 0, None
+        for i in range(data.find("<", at), len(data)):
+            if data[i] == "<":
+                depth += 1
+            elif data[i] == ">":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        between = data[end + 1:] if end is not None else ""
+        if end is None or re.fullmatch(r"(\s|DEVCTX_DEVICE|DEVCTX_HD_INLINE|inline|static|constexpr)*", between) is None:
+            return None
+        keywords = {"class", "typename", "unsigned", "int", "long", "short", "char", "bool", "auto", "signed",
+                    "template", "const"}
+        return set(re.findall(r"[A-Za-z_]\w*", data[data.find("<", at):end])) - keywords
+
+    def copy(self, h, body, params, args, n):
+        """The helper's parameters and body (but its final return) as one line, and the returned
+        expression, with its parameters and locals renamed."""
+        decls = {}
+        for c in [h] + list(h.walk_preorder()):
+            if kind(c) in ("PARM_DECL", "VAR_DECL") and c.semantic_parent is not None and \
+                    c.semantic_parent.get_usr() == h.get_usr():
+                decls[(c.location.offset, c.spelling)] = c
+        names = {k[1] for k in decls}
+        assigned = self.kt.modified_refs(body)
+
+        def renamed(cursor, end=None):
+            out = []
+            prev = None
+            for t in cursor.get_tokens():
+                if end is not None and t.extent.start.offset >= end:
+                    break
+                sp = t.spelling
+                member = prev in (".", "->", "::")
+                prev = sp
+                if t.kind.name == "IDENTIFIER" and not member and sp not in names and sp in self.kernel_names:
+                    # The helper names something outside it that a kernel's local would hide.
+                    raise Decline(f"the helper {h.spelling}() uses '{sp}', which the kernel declares too")
+                if t.kind.name == "IDENTIFIER" and not member and sp in names:
+                    c = t.cursor
+                    target = c if kind(c) in ("PARM_DECL", "VAR_DECL") else c.referenced
+                    if target is None or (target.location.offset, target.spelling) not in decls:
+                        raise Decline(f"the helper {h.spelling}() uses the name '{sp}' in a way the translator "
+                                      f"cannot rename")
+                    sp = f"{sp}__devctx_i{n}"
+                out.append(sp)
+            return " ".join(out)
+
+        head = []
+        for p, a in zip(params, args):
+            const = "" if (p.location.offset, p.spelling) in assigned else " const"
+            head.append(f"{p.type.spelling}{const} {p.spelling}__devctx_i{n} = static_cast<{p.type.spelling}>"
+                        f"({self.file.text(*self.kt.offsets(a))});")
+        stmts = children(body)
+        ret = None
+        if h.result_type.kind.name != "VOID":
+            ret = children(stmts[-1])[0]
+            stmts = stmts[:-1]
+        for st in stmts:
+            t = renamed(st)
+            head.append(t if t.rstrip().endswith((";", "}")) else t + ";")
+        value = f"static_cast<{h.result_type.spelling}>({renamed(ret)})" if ret is not None else None
+        return " ".join(head), value
+
+    def path_ok(self, stmt, call):
+        p = self.kt.path_to(stmt, call)
+        if p is None:
+            return False
+        for a in p[:-1]:
+            ka = kind(a)
+            if ka in ("CONDITIONAL_OPERATOR", "LAMBDA_EXPR") or (ka == "BINARY_OPERATOR" and
+                                                               self.kt.binary_op(a) in ("&&", "||")):
+                return False
+        return True
+
+    def run(self, kernel_body, param_names):
+        """The file's text with the kernel's helper calls inlined, or None when there are none."""
+        edits = []  # (start, end, text)
+        self.kernel_names = set(param_names) | {c.spelling for c in kernel_body.walk_preorder()
+                                                 if kind(c) in ("VAR_DECL", "PARM_DECL")}
+
+        for comp in [c for c in kernel_body.walk_preorder() if kind(c) == "COMPOUND_STMT"]:
+            for st in children(comp):
+                if kind(st) in ("COMPOUND_STMT", "IF_STMT", "FOR_STMT", "WHILE_STMT", "DO_STMT", "SWITCH_STMT",
+                                "RETURN_STMT", "CXX_FOR_RANGE_STMT"):
+                    continue
+                calls = [c for c in st.walk_preorder() if kind(c) == "CALL_EXPR" and self.helper_of(c) is not None]
+                if not calls:
+                    continue
+                line = self.file.line_of(st.extent.start.offset)
+                if len(calls) != 1 or not self.path_ok(st, calls[0]):
+                    raise Decline(f"a statement (line {line}) calls helpers with barriers or warp operations more "
+                                  f"than once, or inside ?:, && or ||")
+                call = calls[0]
+                h = self.helper_of(call)
+                if kind(st) == "DECL_STMT" and len([v for v in children(st) if kind(v) == "VAR_DECL"]) != 1:
+                    raise Decline(f"the helper {h.spelling}() initialises one of several variables (line {line})")
+                body, params = self.check_helper(h, line)
+                args = [a for a in children(call)[1:] if a.extent.start.offset < a.extent.end.offset]
+                if len(args) != len(params):
+                    raise Decline(f"the call of {h.spelling}() at line {line} leaves out arguments")
+                self.counter[0] += 1
+                head, value = self.copy(h, body, params, args, self.counter[0])
+                s0, e0 = self.kt.offsets(st)
+                cs, ce = self.kt.offsets(call)
+                if value is None and strip(st) != call:
+                    raise Decline(f"the value of the void helper {h.spelling}() is used (line {line})")
+                stmt_text = "" if value is None else self.file.text(s0, cs) + value + self.file.text(ce, e0)
+                edits.append((s0, e0, head + " " + stmt_text))
+        if not edits:
+            return None
+        out = bytearray()
+        pos = 0
+        for s0, e0, t in sorted(edits):
+            if s0 < pos:
+                raise Decline("helper calls the translator cannot inline one by one")
+            out += self.file.data[pos:s0]
+            out += t.encode("utf-8")
+            pos = e0
+        out += self.file.data[pos:]
+        return bytes(out)
+
+
+def inline_and_translate(fn, file, index, args, ci):
+    """The kernel translated from a copy of the file with its helpers inlined (up to three levels:
+    helpers that call helpers), as (its KernelTranslator, the copy's File); raises Decline."""
+    counter = [0]
+    cur_file, cur_fn = file, fn
+    for _ in range(3):
+        sync = SyncFinder()
+        body = [c for c in cur_fn.get_children() if kind(c) == "COMPOUND_STMT"][0]
+        data = Inliner(cur_file, sync, counter).run(body, [c.spelling for c in cur_fn.get_children()
+                                                           if kind(c) == "PARM_DECL"])
+        if data is None:
+            break
+        tu = index.parse(file.path, args=args, unsaved_files=[(file.path, data.decode("utf-8"))])
+        errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+        if errors:
+            raise Decline(f"its helpers, inlined, did not parse ({errors[0].spelling})")
+        cur_file = File(file.path, data)
+        found = [c for c in tu.cursor.walk_preorder() if kind(c) in ("FUNCTION_DECL",) and c.spelling == fn.spelling
+                 and c.extent.start.offset == fn.extent.start.offset and c.is_definition()]
+        if len(found) != 1:
+            raise Decline("the kernel with its helpers inlined could not be found again")
+        cur_fn = found[0]
+    kt = KernelTranslator(cur_fn, cur_file, SyncFinder(), ci)
+    kt.analyse()
+    return kt, cur_file
 
 
 
@@ -1368,7 +1942,13 @@ def translate(path, flags, resource_dir, out_path):
         try:
             if overloaded:
                 raise Decline("the kernel's name is overloaded")
-            kt.analyse()
+            try:
+                kt.analyse()
+            except Decline as first:
+                # Helpers with sync points: translate a copy with them inlined, else the reason.
+                if "helpers with barriers" not in str(first) or kind(fn) != "FUNCTION_DECL":
+                    raise
+                kt, _ = inline_and_translate(fn, file, index, args, ci)
             twin = kt.emit_twin()
             line_start = file.line_start(fn.extent.start.offset)
             # The kernel declared first when its body names it (the twin copies that code).

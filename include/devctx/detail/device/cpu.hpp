@@ -210,26 +210,23 @@ void warp_gather(T value, T fill, T (&v)[32]) {
   warp_release();
 }
 
-/// Lane 0's result of the GPU's xor butterfly (see cuda.hpp's warp_reduce): at step m lane i
-/// combines op(own, lane i + m) for i < m, the chain that ends in lane 0.
+/// Lane 0's result of the GPU's xor butterfly (reduce_ops.hpp's warp_reduce_lanes).
 template <class Op, class T>
 T warp_reduce(T value) {
   static_assert(is_warp_arithmetic_v<T>, "warp and block reductions take arithmetic types of 4 or 8 bytes");
   T v[32];
   warp_gather(value, Op::template identity<T>(), v);
-  for (unsigned m = 16; m >= 1; m /= 2)
-    for (unsigned i = 0; i < m; ++i) v[i] = Op{}(v[i], v[i + m]);
-  return v[0];
+  return warp_reduce_lanes<Op>(v);
 }
 
-/// The inclusive prefix sum of lane `lane` as the GPU's shuffle-up ladder computes it.
+/// The inclusive prefix sum of lane `lane` as the GPU's shuffle-up ladder computes it
+/// (reduce_ops.hpp's warp_scan_lanes).
 template <class T>
 T warp_scan(T value, unsigned lane) {
   static_assert(is_warp_arithmetic_v<T>, "warp and block prefix sums take arithmetic types of 4 or 8 bytes");
   T v[32];
   warp_gather(value, T{}, v);
-  for (unsigned d = 1; d < 32; d *= 2)
-    for (unsigned i = 31; i >= d; --i) v[i] = v[i - d] + v[i];  // descending: v[i - d] is still the old value
+  warp_scan_lanes(v);
   return v[lane];
 }
 }  // namespace detail::cpu

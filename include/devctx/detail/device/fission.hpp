@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // devctx/detail/device/fission.hpp - what a translated kernel's block-level twin needs at run
 // time on the CPU backend (docs/cpu-backend.md, "Translated kernels"): the offer a plain-loop
-// runner makes for each block, the twin's thread loops, and the thread ranges that guards on the
-// thread index become. Host code only; the fission translator (tools/fission) writes the calls.
+// runner makes for each block, the twin's thread loops, the thread ranges that guards on the
+// thread index become, and the warp operations and block collectives over per-thread arrays,
+// computed in the fibers' order (reduce_ops.hpp) so that results are bitwise the same. Host code
+// only; the fission translator (tools/fission) writes the calls.
 #pragma once
 
 #if !defined(DEVCTX_DETAIL_HEADERS_OK)
@@ -17,6 +19,7 @@
 
 #include <devctx/detail/base/config.hpp>
 #include <devctx/detail/base/cpu_state.hpp>
+#include <devctx/detail/device/reduce_ops.hpp>
 
 namespace devctx::detail::cpu {
 
@@ -48,6 +51,13 @@ template <class F>
   fission_slot.offer = nullptr;
   fission_slot.taken = true;
   return true;
+}
+
+/// Whether the running block is being offered to `self` (a prologue whose twin holds only under
+/// run-time conditions asks first, then takes the offer or declines it).
+template <class F>
+[[nodiscard]] inline bool fission_offered(F* self) noexcept {
+  return fission_slot.offer == reinterpret_cast<FissionId>(self);
 }
 
 /// A kernel the translator declined: records why when offered, and runs on as before.
@@ -215,6 +225,147 @@ template <class T, class U>
   if (c < b) return 0;
   const auto room = std::uint64_t(c - b);
   return room < limit ? std::size_t(room) + 1 : limit;
+}
+
+
+// ---- warp operations and block collectives over per-thread arrays ------------------------------
+// A twin evaluates a collective's arguments for every thread of the block into per-thread arrays
+// (indexed by the linear thread index, the rank), calls one of these, and reads each thread's
+// result back in the next stretch. Each gives every thread what the CPU backend's fiber path
+// (detail/device/cpu.hpp, collectives.hpp) gives it, bitwise: lanes missing from a partial last
+// warp as there, the same combining order. `active`, where not null, is the per-thread flag of a
+// warp-uniform condition the collective sits under: warps whose lane 0 has it clear are skipped.
+// Arguments that are the same for the whole block come as values, others as arrays.
+
+/// The `rank`th thread's value of an argument: an array element, or the block-uniform value.
+template <class A>
+[[nodiscard, gnu::always_inline]] inline auto arg(const A& a, std::size_t rank) noexcept {
+  if constexpr (std::is_pointer_v<A>) return a[rank];
+  else return a;
+}
+
+/// Calls f(warp_base, width) for each warp of the block that takes part.
+template <class F>
+[[gnu::always_inline]] inline void each_warp(const unsigned char* active, F&& f) {
+  const std::size_t n = block_threads();
+  for (std::size_t w = 0; w < n; w += 32)
+    if (active == nullptr || active[w] != 0) f(w, n - w < 32 ? n - w : std::size_t{32});
+}
+
+/// warp_sum / warp_max / warp_min: every lane gets its warp's reduction.
+template <class Op, class T>
+void warp_reduce(const unsigned char* active, const T* in, T* out) {
+  each_warp(active, [&](std::size_t w, std::size_t width) {
+    T v[32];
+    for (std::size_t i = 0; i < 32; ++i) v[i] = i < width ? in[w + i] : Op::template identity<T>();
+    const T r = ::devctx::detail::warp_reduce_lanes<Op>(v);
+    for (std::size_t i = 0; i < width; ++i) out[w + i] = r;
+  });
+}
+
+/// warp_prefix_sum (inclusive, or exclusive: lane 0 gets T{}).
+template <bool Exclusive, class T>
+void warp_prefix_sum(const unsigned char* active, const T* in, T* out) {
+  each_warp(active, [&](std::size_t w, std::size_t width) {
+    T v[32];
+    for (std::size_t i = 0; i < 32; ++i) v[i] = i < width ? in[w + i] : T{};
+    ::devctx::detail::warp_scan_lanes(v);
+    for (std::size_t i = 0; i < width; ++i) out[w + i] = Exclusive ? (i == 0 ? T{} : v[i - 1]) : v[i];
+  });
+}
+
+/// A shuffle: lane i gets the value of lane source(i, its argument), or its own value when that
+/// lane does not exist (>= the warp's width), as cpu.hpp's warp_read.
+template <class T, class A, class Source>
+[[gnu::always_inline]] inline void shuffle_by(const unsigned char* active, const T* in, const A& a, T* out,
+                                              Source source) {
+  each_warp(active, [&](std::size_t w, std::size_t width) {
+    for (std::size_t i = 0; i < width; ++i) {
+      const unsigned s = source(unsigned(i), unsigned(arg(a, w + i)));
+      out[w + i] = s < width ? in[w + s] : in[w + i];
+    }
+  });
+}
+template <class T, class A>
+void shuffle(const unsigned char* active, const T* in, const A& lane, T* out) {
+  shuffle_by(active, in, lane, out, [](unsigned, unsigned l) { return l % 32u; });
+}
+template <class T, class A>
+void shuffle_down(const unsigned char* active, const T* in, const A& delta, T* out) {
+  shuffle_by(active, in, delta, out, [](unsigned lane, unsigned d) { return lane + d; });
+}
+template <class T, class A>
+void shuffle_up(const unsigned char* active, const T* in, const A& delta, T* out) {
+  shuffle_by(active, in, delta, out, [](unsigned lane, unsigned d) { return d <= lane ? lane - d : lane; });
+}
+template <class T, class A>
+void shuffle_xor(const unsigned char* active, const T* in, const A& mask, T* out) {
+  shuffle_by(active, in, mask, out, [](unsigned lane, unsigned m) {
+    const unsigned s = lane ^ m;
+    return s < 32u ? s : lane;
+  });
+}
+
+/// ballot: bit i of every lane's result is lane i's predicate (missing lanes 0).
+inline void ballot(const unsigned char* active, const bool* in, std::uint32_t* out) {
+  each_warp(active, [&](std::size_t w, std::size_t width) {
+    std::uint32_t bits = 0;
+    for (std::size_t i = 0; i < width; ++i) bits |= std::uint32_t(in[w + i]) << i;
+    for (std::size_t i = 0; i < width; ++i) out[w + i] = bits;
+  });
+}
+
+/// block_sum / block_max / block_min (collectives.hpp's block_reduce): each warp's reduction,
+/// then warp 0's reduction of those (warps beyond the block's count contribute the identity).
+template <class Op, class T>
+[[nodiscard]] T block_reduce(const T* in) {
+  T partial[32];
+  std::size_t warps = 0;
+  each_warp(nullptr, [&](std::size_t w, std::size_t width) {
+    T v[32];
+    for (std::size_t i = 0; i < 32; ++i) v[i] = i < width ? in[w + i] : Op::template identity<T>();
+    partial[warps++] = ::devctx::detail::warp_reduce_lanes<Op>(v);
+  });
+  for (std::size_t i = warps; i < 32; ++i) partial[i] = Op::template identity<T>();
+  return ::devctx::detail::warp_reduce_lanes<Op>(partial);
+}
+
+/// block_prefix_sum (collectives.hpp): each warp's inclusive scan, warp 0's exclusive scan of
+/// the warp totals, then the warp's offset plus the thread's (inclusive or exclusive) value.
+template <bool Exclusive, class T>
+void block_prefix_sum(const T* in, T* out) {
+  T totals[32];
+  std::size_t warps = 0;
+  each_warp(nullptr, [&](std::size_t w, std::size_t width) {
+    T v[32];
+    for (std::size_t i = 0; i < 32; ++i) v[i] = i < width ? in[w + i] : T{};
+    ::devctx::detail::warp_scan_lanes(v);
+    for (std::size_t i = 0; i < width; ++i) out[w + i] = v[i];
+    totals[warps++] = v[width - 1];
+  });
+  for (std::size_t i = warps; i < 32; ++i) totals[i] = T{};
+  ::devctx::detail::warp_scan_lanes(totals);  // warp 0's inclusive scan; lane i's exclusive is [i - 1]
+  std::size_t k = 0;
+  each_warp(nullptr, [&](std::size_t w, std::size_t width) {
+    const T offset = k == 0 ? T{} : totals[k - 1];
+    ++k;
+    if constexpr (Exclusive) {
+      for (std::size_t i = width; i-- > 0;) out[w + i] = offset + (i == 0 ? T{} : out[w + i - 1]);
+    } else {
+      for (std::size_t i = 0; i < width; ++i) out[w + i] = offset + out[w + i];
+    }
+  });
+}
+
+/// block_broadcast: the value of the thread whose rank is the source; every thread keeps its
+/// own when the source is not a thread of the block.
+template <class T, class A>
+void block_broadcast(const T* in, const A& source, T* out) {
+  const std::size_t n = block_threads();
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t s = std::size_t(unsigned(arg(source, r)));
+    out[r] = s < n ? in[s] : in[r];
+  }
 }
 
 }  // namespace fission

@@ -54,6 +54,25 @@ struct MinOp {
   }
 };
 
+/// The CPU's reduction of a warp's 32 lane values `v` (v[i] from lane i), in the order of the
+/// GPU's xor butterfly (cuda.hpp's warp_reduce): at step m lane i combines op(own, lane i + m)
+/// for i < m, the chain that ends in lane 0. Returns lane 0's result. The CPU backend's warp
+/// collectives and the fission translator's twins (fission.hpp) both combine through it.
+template <class Op, class T>
+inline T warp_reduce_lanes(T (&v)[32]) {
+  for (unsigned m = 16; m >= 1; m /= 2)
+    for (unsigned i = 0; i < m; ++i) v[i] = Op{}(v[i], v[i + m]);
+  return v[0];
+}
+
+/// The GPU's shuffle-up ladder (steps 1, 2, 4, 8, 16) over a warp's 32 lane values: v[i]
+/// becomes lane i's inclusive prefix sum. Shared as warp_reduce_lanes is.
+template <class T>
+inline void warp_scan_lanes(T (&v)[32]) {
+  for (unsigned d = 1; d < 32; d *= 2)
+    for (unsigned i = 31; i >= d; --i) v[i] = v[i - d] + v[i];  // descending: v[i - d] is still the old value
+}
+
 /// Bytes of the warp-shuffled value types: warp collectives take arithmetic types of 4 or 8 bytes,
 /// the widths a GPU shuffles in one or two instructions.
 template <class T>
