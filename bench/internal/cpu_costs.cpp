@@ -5,6 +5,7 @@
 #include <devctx/devctx.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 
 #include "support/args.hpp"
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
   devctx::DeviceContext ctx{devctx::Api::cpu};
   const unsigned workers = ctx.info().multiprocessors;
   std::printf("devctx CPU backend cost model on %s (median of %d runs)\n", ctx.name().c_str(), reps);
+  // The model of the untranslated paths: the plain loop and fibers. With the fission translator on
+  // in this build, `touch` and `barriers` have twins (DEVCTX_CPU_FISSION is read at each launch):
+  // off here, on again for the translated rows at the end.
+  ::setenv("DEVCTX_CPU_FISSION", "0", 1);
 
   const double launch = median_seconds(reps * 10, [&] {
     ctx.enqueue_function<empty_kernel>({.grid_dim = 1, .block_dim = 1});
@@ -89,6 +94,18 @@ int main(int argc, char** argv) {
     std::printf("  cooperative: one barrier, per thread, blocks of %4u  %8.2f ns\n", size,
                 (an - a1) * 1e9 * workers / (double(b) * size * kBarriers));
   }
+
+  ::setenv("DEVCTX_CPU_FISSION", "1", 1);
+  const double plain_twin = median_seconds(reps, [&] {
+    ctx.enqueue_function<touch>({.grid_dim = blocks, .block_dim = threads}, out);
+    ctx.synchronize();
+  });
+  const double t1 = coop(1), tn = coop(1 + kBarriers);
+  std::printf("  translated (if this build's translator ran; else as above):\n");
+  std::printf("    map kernel: per block of %u threads (core time)    %8.2f ns\n", threads,
+              plain_twin * 1e9 * workers / blocks);
+  std::printf("    one barrier, per thread (core time)                %8.2f ns\n",
+              (tn - t1) * 1e9 * workers / (double(blocks) * threads * kBarriers));
 
   auto phased = [&](unsigned count) {
     return median_seconds(reps, [&] {

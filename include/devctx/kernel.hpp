@@ -51,6 +51,9 @@ enum class Scan : unsigned char { inclusive, exclusive };
 #include <devctx/detail/device/cuda.hpp>
 #else
 #include <devctx/detail/device/cpu.hpp>
+// What the fission translator's twins call (docs/cpu-backend.md, "Translated kernels"): a kernel
+// file that includes only this header is translated too.
+#include <devctx/detail/device/fission.hpp>
 #endif
 
 #include <devctx/block.hpp>
