@@ -114,20 +114,42 @@ PY
 DLPACK_DIR=$(find_dlpack)
 echo "dlpack/dlpack.h from: ${DLPACK_DIR:-nowhere (the interop tests and the Python package need it)}"
 
+# OpenSSL's headers (libcrypto's SHA-256 keys the runtime-kernel cache): the GPU machine has
+# libcrypto.so.3 but no libssl-dev and no network. Where the headers are missing and a Debian
+# libssl-dev .deb was carried in .ssl/ (kept out of git: .git/info/exclude), it is unpacked into
+# OUTDIR and CMake is pointed at it and at the machine's own libcrypto.so.3.
+find_openssl() {
+  [[ -f /usr/include/openssl/sha.h ]] && return
+  local deb lib
+  deb=$(ls "$SRC"/.ssl/libssl-dev_*.deb 2>/dev/null | head -1)
+  lib=$(ls /usr/lib/x86_64-linux-gnu/libcrypto.so.3 /lib/x86_64-linux-gnu/libcrypto.so.3 2>/dev/null | head -1)
+  [[ -z $deb || -z $lib ]] && return
+  dpkg-deb -x "$deb" "$OUTDIR/ssl" >/dev/null 2>&1 || return
+  # The architecture's configuration headers next to the others: one include directory.
+  cp -n "$OUTDIR"/ssl/usr/include/x86_64-linux-gnu/openssl/* "$OUTDIR/ssl/usr/include/openssl/" 2>/dev/null
+  echo "-DOPENSSL_INCLUDE_DIR=$OUTDIR/ssl/usr/include -DOPENSSL_CRYPTO_LIBRARY=$lib"
+}
+OPENSSL_ARGS=$(find_openssl)
+echo "OpenSSL headers: ${OPENSSL_ARGS:-from the system, or missing: then carry .ssl/libssl-dev_*.deb}"
+
+
 configure() {
+  # shellcheck disable=SC2086  # OPENSSL_ARGS: zero or two arguments
   cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
-    -DDEVCTX_ENABLE_CUDA=ON ${DLPACK_DIR:+-DDEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} "$@"
+    -DDEVCTX_ENABLE_CUDA=ON ${DLPACK_DIR:+-DDEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} $OPENSSL_ARGS "$@"
 }
 
 # The Python package with CUDA, into OUTDIR/python-site, and its tests with DEVCTX_REQUIRE_GPU=1.
 python_tests() {
-  local site=$OUTDIR/python-site status=0
+  local site=$OUTDIR/python-site status=0 a
+  local openssl_pip=()  # OPENSSL_ARGS for pip's CMake run (cmake.define.NAME=VALUE)
+  for a in $OPENSSL_ARGS; do openssl_pip+=("--config-settings=cmake.define.${a#-D}"); done
   rm -rf "$site"
   python3 -m pip install --no-build-isolation --no-deps --no-index --target "$site" \
     --config-settings=cmake.define.DEVCTX_ENABLE_CUDA=ON \
     --config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES="$ARCH" \
     ${DLPACK_DIR:+--config-settings=cmake.define.DEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} \
-    --config-settings=build-dir="$OUTDIR/python-build" "$SRC" || return 1
+    "${openssl_pip[@]}" --config-settings=build-dir="$OUTDIR/python-build" "$SRC" || return 1
   cd "$SRC" && PYTHONPATH="$site" python3 -X faulthandler -m pytest -q -rs -p no:cacheprovider python/tests || status=$?
   [[ $status == 5 ]] && { echo "pytest collected no tests"; return 1; }
   if (( status > 128 )); then  # a crash: the native stack, under a debugger when there is one
@@ -144,8 +166,9 @@ python_tests() {
 consumer() {
   local dir=$OUTDIR/consumer-add_subdirectory
   rm -rf "$dir"
+  # shellcheck disable=SC2086
   cmake -S "$SRC/tests/consumers/add_subdirectory" -B "$dir" -G Ninja -DDEVCTX_SOURCE_DIR="$SRC" \
-    -DCONSUMER_CXX20=ON -DCMAKE_BUILD_TYPE=Release || return 1
+    -DCONSUMER_CXX20=ON -DCMAKE_BUILD_TYPE=Release $OPENSSL_ARGS || return 1
   cmake --build "$dir" -j "$JOBS" --target app || return 1
   "$dir/app" | tee "$dir/app.out"
   grep -q "PASSED app: .* on NVIDIA" "$dir/app.out"
@@ -194,7 +217,7 @@ sanitize() {
   env "${vars[@]}" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 "$@"
 }
 
-export SRC BUILD ARCH OUTDIR DLPACK_DIR
+export SRC BUILD ARCH OUTDIR DLPACK_DIR OPENSSL_ARGS
 # The trace of the demo against the demo's own CUDA events; the NVTX names under nsys if present.
 trace_check() {
   local status=0 n=16777216
