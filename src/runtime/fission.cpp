@@ -167,7 +167,7 @@ std::string fission_reason(const Translation& t, std::string_view name) {
   const std::string_view base = base_name(name);
   std::string error;
   for (const auto& l : t.summary) {
-    if (l.kernel == base && (l.state == "translated" || l.state == "hand")) return {};
+    if (l.kernel == base && (l.state == "translated" || l.state == "map" || l.state == "hand")) return {};
   }
   for (const auto& l : t.summary) {
     if (l.kernel == base && l.state == "fibers") return concat("the fission translator left it on fibers: ", l.why);

@@ -31,7 +31,8 @@ struct Translation {
   /// The user's source to compile: the translated copy (its #line directives name the module),
   /// or the source as written.
   std::string source;
-  /// Per kernel: "translated", "fibers", "hand" or "error" (the whole file), the kernel's name
+  /// Per kernel: "translated", "map" (a barrier-free map kernel's twin), "fibers", "hand" or
+  /// "error" (the whole file), the kernel's name
   /// and why (tools/fission's summary lines). Empty when the translator did not run.
   struct Line {
     std::string state, kernel, why;
