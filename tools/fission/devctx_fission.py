@@ -1812,7 +1812,7 @@ class MapKernel:
         captures = ", ".join(p.spelling for p in kt.params if kt.key(p) in used)
         ptext = kt.file.text(kt.params[0].extent.start.offset, kt.params[-1].extent.end.offset) if kt.params else ""
         tmpl = kt.template_parts()[0]
-        end_fn = "global_lt_end" if op == "<" else "global_le_end"
+        inclusive = "false" if op == "<" else "true"
         out = ["#if !defined(__CUDA_ARCH__)\n",
                f"// The block-level twin of {kt.name} (devctx fission translator, a map kernel: one loop over\n"
                "// the threads its bounds guard admits; docs/cpu-backend.md).\n",
@@ -1820,7 +1820,7 @@ class MapKernel:
                f"static inline void {kt.twin_name()}({ptext}) {{\n",
                "  const std::uint64_t devctx_base = std::uint64_t(::devctx::detail::cpu::tls.block_idx.x) * "
                "::devctx::detail::cpu::tls.block_dim.x;\n",
-               f"  const std::size_t devctx_end = {f}{end_fn}<{itype}>(static_cast<{btype}>({kt.src(bound)}), "
+               f"  const std::size_t devctx_end = {f}global_end<{itype}, {inclusive}>(static_cast<{btype}>({kt.src(bound)}), "
                "devctx_base);\n",
                # Bounds-checked builds: span and tensor indexing name the thread in their errors.
                "#if defined(DEVCTX_CHECK_BOUNDS)\n",

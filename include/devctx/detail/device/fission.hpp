@@ -202,29 +202,19 @@ template <bool SetIndex, class F>
   }
 }
 
-/// The threads x of the block for which `T(base + x) < u` holds are [0, global_lt_end): `base`
-/// is the block's first global x index (below 2^42, so exact in T, a 64-bit integer type).
-template <class T, class U>
-[[nodiscard]] inline std::size_t global_lt_end(U u, std::uint64_t base) noexcept {
+/// The threads x of the block for which `T(base + x) < u` (`<=` when Inclusive) holds are
+/// [0, global_end): `base` is the block's first global x index (below 2^42, so exact in T, a
+/// 64-bit integer type); the comparison is made in the guard's own type, as the kernel makes it.
+template <class T, bool Inclusive, class U>
+[[nodiscard]] inline std::size_t global_end(U u, std::uint64_t base) noexcept {
   static_assert(std::is_integral_v<T> && sizeof(T) == 8 && std::is_integral_v<U>);
   const std::size_t limit = tls.block_dim.x;
   using C = Common<T, U>;
   const C c = C(u), b = C(T(base));
-  if (!(b < c)) return 0;
-  const auto room = std::uint64_t(c - b);
-  return room < limit ? std::size_t(room) : limit;
-}
-
-/// The threads x for which `T(base + x) <= u` holds are [0, global_le_end).
-template <class T, class U>
-[[nodiscard]] inline std::size_t global_le_end(U u, std::uint64_t base) noexcept {
-  static_assert(std::is_integral_v<T> && sizeof(T) == 8 && std::is_integral_v<U>);
-  const std::size_t limit = tls.block_dim.x;
-  using C = Common<T, U>;
-  const C c = C(u), b = C(T(base));
-  if (c < b) return 0;
-  const auto room = std::uint64_t(c - b);
-  return room < limit ? std::size_t(room) + 1 : limit;
+  if (c < b || (!Inclusive && c == b)) return 0;
+  const auto room = std::uint64_t(c - b);  // threads past x = 0 the guard still admits
+  if (room >= limit) return limit;
+  return std::size_t(room) + (Inclusive ? 1 : 0);
 }
 
 
