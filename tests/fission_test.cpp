@@ -348,7 +348,6 @@ DEVCTX_KERNEL void template_reduce(devctx::span<const T> in, devctx::span<T> out
   if (t == 0) out[devctx::block_idx().x] = cache[0];
 }
 
-
 // ---- warp operations and block collectives (translated since issue 26's second step) -----------
 
 /// The linear index of the thread in its block and the block's thread count.
@@ -1068,11 +1067,14 @@ TEST(FissionCollectives, BlockCollectivesAreBitwiseEqualToFibers) {
     ctx.enqueue_memset(ints_off, int(0xA5A5A5A5u));
     bool first = true;
     std::string path;
-    const auto [on, off] = on_and_off<float>(ctx, count * kBlockOuts, [&](auto& out) {
-      ctx.enqueue_function<block_collectives>({.grid_dim = blocks, .block_dim = block}, in, out,
-                                              first ? ints_on : ints_off, src);
-      first = false;
-    }, &path);
+    const auto [on, off] = on_and_off<float>(
+        ctx, count * kBlockOuts,
+        [&](auto& out) {
+          ctx.enqueue_function<block_collectives>({.grid_dim = blocks, .block_dim = block}, in, out,
+                                                  first ? ints_on : ints_off, src);
+          first = false;
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     EXPECT_TRUE(same_bytes(download(ctx, ints_on), download(ctx, ints_off)));
@@ -1115,8 +1117,8 @@ TEST(FissionCollectives, WarpOperationsAreBitwiseEqualToFibers) {
   devctx::DeviceContext ctx{devctx::Api::cpu};
   std::mt19937_64 rng(std::random_device{}());
   const unsigned blocks = 4;
-  for (const devctx::Dim3 block : {devctx::Dim3{256}, devctx::Dim3{100}, devctx::Dim3{7}, devctx::Dim3{10, 7},
-                                   devctx::Dim3{16, 3, 3}}) {
+  for (const devctx::Dim3 block :
+       {devctx::Dim3{256}, devctx::Dim3{100}, devctx::Dim3{7}, devctx::Dim3{10, 7}, devctx::Dim3{16, 3, 3}}) {
     const unsigned n = block.x * block.y * block.z;
     SCOPED_TRACE(n);
     const std::size_t count = std::size_t(blocks) * n;
@@ -1125,9 +1127,12 @@ TEST(FissionCollectives, WarpOperationsAreBitwiseEqualToFibers) {
     ctx.enqueue_copy(in, std::span(values));
     const unsigned delta = unsigned(rng() % 40);
     std::string path;
-    const auto [on, off] = on_and_off<int>(ctx, count * kWarpOuts, [&](auto& out) {
-      ctx.enqueue_function<warp_collectives>({.grid_dim = blocks, .block_dim = block}, in, out, delta);
-    }, &path);
+    const auto [on, off] = on_and_off<int>(
+        ctx, count * kWarpOuts,
+        [&](auto& out) {
+          ctx.enqueue_function<warp_collectives>({.grid_dim = blocks, .block_dim = block}, in, out, delta);
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     for (unsigned b = 0; b < blocks; ++b)
@@ -1187,9 +1192,10 @@ TEST(FissionCollectives, TwoLevelWarpShuffleReduction) {
     auto in = ctx.enqueue_create_buffer<float>(n);
     ctx.enqueue_copy(in, std::span(values));
     std::string path;
-    const auto [on, off] = on_and_off<float>(ctx, blocks, [&](auto& out) {
-      ctx.enqueue_function<two_level_reduce>({.grid_dim = blocks, .block_dim = threads}, in, out);
-    }, &path);
+    const auto [on, off] = on_and_off<float>(
+        ctx, blocks,
+        [&](auto& out) { ctx.enqueue_function<two_level_reduce>({.grid_dim = blocks, .block_dim = threads}, in, out); },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     // With a partial last warp the shuffle-down ladder adds lanes that keep their own value (as
@@ -1197,7 +1203,8 @@ TEST(FissionCollectives, TwoLevelWarpShuffleReduction) {
     if (threads % 32 != 0) continue;
     for (unsigned b = 0; b < blocks; ++b) {
       double want = 0.0;
-      for (std::size_t i = std::size_t(b) * threads; i < std::min(n, std::size_t(b + 1) * threads); ++i) want += values[i];
+      for (std::size_t i = std::size_t(b) * threads; i < std::min(n, std::size_t(b + 1) * threads); ++i)
+        want += values[i];
       ASSERT_NEAR(on[b], want, 1e-4 * threads) << b;
     }
   }
@@ -1216,9 +1223,9 @@ TEST(FissionCollectives, WarpUniformIfChecksTheBlockShapeWhenOffered) {
     auto in = ctx.enqueue_create_buffer<int>(count);
     ctx.enqueue_copy(in, std::span(values));
     std::string path;
-    const auto [on, off] = on_and_off<int>(ctx, count, [&](auto& out) {
-      ctx.enqueue_function<warp_if_rows>({.grid_dim = blocks, .block_dim = block}, in, out);
-    }, &path);
+    const auto [on, off] = on_and_off<int>(
+        ctx, count,
+        [&](auto& out) { ctx.enqueue_function<warp_if_rows>({.grid_dim = blocks, .block_dim = block}, in, out); }, &path);
     EXPECT_TRUE(same_bytes(on, off));
     if (block.x == 16) {
       // x / 32 is not the same in every lane of a warp of 16 x 4 blocks: the twin declines (and
@@ -1253,11 +1260,16 @@ TEST(FissionCollectives, SoftmaxWithBlockCollectivesAndWithHelpers) {
   for (const unsigned threads : {256u, 80u, 0u}) {
     SCOPED_TRACE(threads);
     std::string path;
-    const auto [on, off] = on_and_off<float>(ctx, logits.size(), [&](auto& out) {
-      // 0: examples/05_softmax's kernel, whose helpers the translator inlines (256 threads).
-      if (threads == 0) ctx.enqueue_function<softmax_helpers>({.grid_dim = rows, .block_dim = 256}, in, out, cols);
-      else ctx.enqueue_function<softmax_collectives>({.grid_dim = rows, .block_dim = threads}, in, out, cols);
-    }, &path);
+    const auto [on, off] = on_and_off<float>(
+        ctx, logits.size(),
+        [&](auto& out) {
+          // 0: examples/05_softmax's kernel, whose helpers the translator inlines (256 threads).
+          if (threads == 0)
+            ctx.enqueue_function<softmax_helpers>({.grid_dim = rows, .block_dim = 256}, in, out, cols);
+          else
+            ctx.enqueue_function<softmax_collectives>({.grid_dim = rows, .block_dim = threads}, in, out, cols);
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     for (unsigned r = 0; r < rows; ++r) {
@@ -1324,8 +1336,8 @@ void expect_map_translated(const std::string& path) {
 TEST(FissionMaps, GuardedVectorAddCoversExactlyTheGuardedElements) {
   devctx::DeviceContext ctx{devctx::Api::cpu};
   std::mt19937_64 rng(std::random_device{}());
-  for (const std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{1000},
-                              std::size_t{256 * 9 + 17}}) {
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{1000}, std::size_t{256 * 9 + 17}}) {
     SCOPED_TRACE(n);
     const auto va = random_floats(rng, n), vb = random_floats(rng, n);
     auto a = ctx.enqueue_create_buffer<float>(n);
@@ -1339,9 +1351,12 @@ TEST(FissionMaps, GuardedVectorAddCoversExactlyTheGuardedElements) {
       if (checked && block.y > 1) continue;
       const unsigned grid = unsigned((n + block.x - 1) / block.x) + 2;
       std::string path;
-      const auto [on, off] = on_and_off<float>(ctx, poisoned<float>(n), [&](devctx::DeviceBuffer<float>& out) {
-        ctx.enqueue_function<map_add>({.grid_dim = grid, .block_dim = block}, a, b, out);
-      }, &path);
+      const auto [on, off] = on_and_off<float>(
+          ctx, poisoned<float>(n),
+          [&](devctx::DeviceBuffer<float>& out) {
+            ctx.enqueue_function<map_add>({.grid_dim = grid, .block_dim = block}, a, b, out);
+          },
+          &path);
       expect_map_translated(path);
       EXPECT_TRUE(same_bytes(on, off));
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(on[i], va[i] + vb[i]) << "element " << i;
@@ -1361,9 +1376,12 @@ TEST(FissionMaps, EarlyReturnGuardWithASignedBound) {
   for (const int n : {int(size) - 300, int(size), 1, 0, -5}) {
     SCOPED_TRACE(n);
     std::string path;
-    const auto [on, off] = on_and_off<float>(ctx, vy, [&](devctx::DeviceBuffer<float>& y) {
-      ctx.enqueue_function<map_axpy_early>({.grid_dim = 6, .block_dim = 256}, x, y, alpha, n);
-    }, &path);
+    const auto [on, off] = on_and_off<float>(
+        ctx, vy,
+        [&](devctx::DeviceBuffer<float>& y) {
+          ctx.enqueue_function<map_axpy_early>({.grid_dim = 6, .block_dim = 256}, x, y, alpha, n);
+        },
+        &path);
     expect_map_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     for (std::size_t i = 0; i < size; ++i) {
@@ -1384,9 +1402,12 @@ TEST(FissionMaps, FlippedLessOrEqualGuard) {
     SCOPED_TRACE(last);
     std::string path;
     const auto init = poisoned<std::int32_t>(size);
-    const auto [on, off] = on_and_off<std::int32_t>(ctx, init, [&](devctx::DeviceBuffer<std::int32_t>& out) {
-      ctx.enqueue_function<map_up_to>({.grid_dim = 3, .block_dim = 256}, out, last);
-    }, &path);
+    const auto [on, off] = on_and_off<std::int32_t>(
+        ctx, init,
+        [&](devctx::DeviceBuffer<std::int32_t>& out) {
+          ctx.enqueue_function<map_up_to>({.grid_dim = 3, .block_dim = 256}, out, last);
+        },
+        &path);
     expect_map_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     for (std::size_t i = 0; i < size; ++i)
@@ -1400,9 +1421,12 @@ TEST(FissionMaps, ABodyThatReadsTheThreadIndexSeesEachThreadsOwn) {
   std::string path;
   // 2-D blocks: row y of each block writes its own stretch of the output.
   const auto init = poisoned<std::uint32_t>(3 * n + 20);
-  const auto [on, off] = on_and_off<std::uint32_t>(ctx, init, [&](devctx::DeviceBuffer<std::uint32_t>& out) {
-    ctx.enqueue_function<map_thread_ids>({.grid_dim = 5, .block_dim = {64, 3, 1}}, out, n);
-  }, &path);
+  const auto [on, off] = on_and_off<std::uint32_t>(
+      ctx, init,
+      [&](devctx::DeviceBuffer<std::uint32_t>& out) {
+        ctx.enqueue_function<map_thread_ids>({.grid_dim = 5, .block_dim = {64, 3, 1}}, out, n);
+      },
+      &path);
   expect_map_translated(path);
   EXPECT_TRUE(same_bytes(on, off));
   for (std::size_t j = 0; j < init.size(); ++j) {

@@ -691,7 +691,8 @@ TEST_P(RuntimeKernels, TranslatorOffOrBrokenStillCompilesAndSaysWhy) {
   };
   for (const Case& c : cases) {
     std::vector<std::unique_ptr<devctx_test::ScopedEnv>> env;
-    for (const auto& [name, value] : c.env) env.push_back(std::make_unique<devctx_test::ScopedEnv>(name, value.c_str()));
+    for (const auto& [name, value] : c.env)
+      env.push_back(std::make_unique<devctx_test::ScopedEnv>(name, value.c_str()));
     const std::string label = std::string(c.env[0].first) + "=" + c.env[0].second;
     const devctx::Module m = reduction_module(token);
     const auto f = ctx().compile_function(m, "tree_sum");

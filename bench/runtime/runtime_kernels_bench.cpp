@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   const bool cpu = ctx.api() == devctx::Api::cpu;
   std::printf("# runtime-compiled kernels on %s\n\n", ctx.name().c_str());
   const devctx::Module module = devctx::Module::from_file(DEVCTX_BENCH_KERNELS_FILE);
-  const devctx::Module reduction = devctx::Module::from_file(DEVCTX_BENCH_REDUCTION_FILE, {"-DDEVCTX_BENCH_RUNTIME_SOURCE=1"});
+  const devctx::Module reduction = devctx::Module::from_file(DEVCTX_BENCH_REDUCTION_FILE,
+                                                             {"-DDEVCTX_BENCH_RUNTIME_SOURCE=1"});
 
   // 1. compile_function: cold (a fresh cache directory each time; on the CPU alternately with the
   //    fission translator and without) and cached.
@@ -159,8 +160,8 @@ int main(int argc, char** argv) {
   // On the CPU: the reduction compiled at run time as written, against the compiled-in one.
   double sum_plain = 0, sum_plain_compiled = 0;
   if (block_sum_plain)
-    std::tie(sum_plain_compiled, sum_plain) =
-        pair(sum_compiled_launch, [&] { ctx.enqueue_function(*block_sum_plain, cover, x, sums); }, std::min(trials, 3));
+    std::tie(sum_plain_compiled, sum_plain) = pair(
+        sum_compiled_launch, [&] { ctx.enqueue_function(*block_sum_plain, cover, x, sums); }, std::min(trials, 3));
 
   std::printf("| measure | compiled in | runtime-compiled | runtime / compiled in |\n|---|---|---|---|\n");
   std::printf("| tiny kernel, us per launch (%d enqueued, then synchronize) | %.3f | %.3f | %.2f |\n", launches, compiled_launch,
@@ -168,8 +169,8 @@ int main(int argc, char** argv) {
   std::printf("| block_sum (CUDA-style, barriers, 2^22 floats), ms | %.3f | %.3f | %.2f |\n", sum_compiled, sum_runtime,
               sum_runtime / sum_compiled);
   if (block_sum_plain)
-    std::printf("| block_sum, runtime-compiled with DEVCTX_RT_FISSION=0, ms | %.3f | %.3f | %.2f |\n", sum_plain_compiled,
-                sum_plain, sum_plain / sum_plain_compiled);
+    std::printf("| block_sum, runtime-compiled with DEVCTX_RT_FISSION=0, ms | %.3f | %.3f | %.2f |\n",
+                sum_plain_compiled, sum_plain, sum_plain / sum_plain_compiled);
   std::printf("| saxpy (2^22 floats), ms | %.3f | %.3f | %.2f |\n", saxpy_compiled, saxpy_runtime,
               saxpy_runtime / saxpy_compiled);
   if (cpu) {

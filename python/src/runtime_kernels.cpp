@@ -182,7 +182,7 @@ struct Launch {
   devctx::LaunchConfig config;
   std::vector<KernelArg> args;
   nb::list keep;  // the arrays the arguments refer to
-  nb::object context;       // the devctx.Context it was made on
+  nb::object context;        // the devctx.Context it was made on
   devctx::StreamRef stream;  // where it is enqueued (streams.hpp's stream_argument)
   nb::object stream_owner;   // the devctx.Stream or devctx.Context that owns `stream`
 
@@ -292,19 +292,22 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
       .def_prop_ro("load_ms", &devctx::DeviceFunction::load_ms)
       .def("__repr__", [](const devctx::DeviceFunction& fn) { return "Function('" + fn.name() + "', " + fn.signature() + ")"; });
 
-  nb::class_<Launch>(m, "Launch", "A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.")
-      .def("__call__",
-           [](const Launch& l, nb::handle stream) {
-             if (stream.is_none()) return l.enqueue();
-             nb::object owner;
-             l.enqueue(stream_argument(stream, l.context, owner, "Launch"));
-           },
-           nb::kw_only(), nb::arg("stream").none() = nb::none(),
-           "Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a "
-           "devctx.Stream or devctx.Context of the same device) for this call.")
+  nb::class_<Launch>(m, "Launch",
+                     "A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.")
+      .def(
+          "__call__",
+          [](const Launch& l, nb::handle stream) {
+            if (stream.is_none()) return l.enqueue();
+            nb::object owner;
+            l.enqueue(stream_argument(stream, l.context, owner, "Launch"));
+          },
+          nb::kw_only(), nb::arg("stream").none() = nb::none(),
+          "Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a "
+          "devctx.Stream or devctx.Context of the same device) for this call.")
       .def_prop_ro("function", [](const Launch& l) { return l.fn; })
-      .def_prop_ro("stream", [](const Launch& l) { return l.stream_owner; },
-                   "The devctx.Stream (or devctx.Context, for its own stream) the launch is enqueued on.");
+      .def_prop_ro(
+          "stream", [](const Launch& l) { return l.stream_owner; },
+          "The devctx.Stream (or devctx.Context, for its own stream) the launch is enqueued on.");
 
   nb::object context = m.attr("Context");
   nb::setattr(context, "compile_function",
@@ -325,8 +328,9 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
                      nb::handle block_dim, nb::handle shared_bytes, nb::handle stream) {
                     make_launch(self, fn, std::move(args), grid_dim, block_dim, shared_bytes, stream).enqueue();
                   },
-                  nb::scope(context), nb::name("enqueue_function"), nb::is_method(), nb::arg("function"), nb::arg("args"), nb::kw_only(), nb::arg("grid_dim"),
-                  nb::arg("block_dim"), nb::arg("shared_bytes") = 0, nb::arg("stream").none() = nb::none(),
+                  nb::scope(context), nb::name("enqueue_function"), nb::is_method(), nb::arg("function"),
+                  nb::arg("args"), nb::kw_only(), nb::arg("grid_dim"), nb::arg("block_dim"),
+                  nb::arg("shared_bytes") = 0, nb::arg("stream").none() = nb::none(),
                   "Enqueues fn with args (devctx arrays or __dlpack__ objects for spans and pointers, Python numbers "
                   "for scalars), checked against fn.signature first: a mismatch raises and enqueues nothing. stream: "
                   "None (this context's stream), a devctx.Stream of this context's device (Context.create_stream) or "
@@ -337,8 +341,9 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
                      nb::handle block_dim, nb::handle shared_bytes, nb::handle stream) {
                     return make_launch(self, fn, std::move(args), grid_dim, block_dim, shared_bytes, stream);
                   },
-                  nb::scope(context), nb::name("bind_function"), nb::is_method(), nb::arg("function"), nb::arg("args"), nb::kw_only(), nb::arg("grid_dim"),
-                  nb::arg("block_dim"), nb::arg("shared_bytes") = 0, nb::arg("stream").none() = nb::none(),
+                  nb::scope(context), nb::name("bind_function"), nb::is_method(), nb::arg("function"), nb::arg("args"),
+                  nb::kw_only(), nb::arg("grid_dim"), nb::arg("block_dim"), nb::arg("shared_bytes") = 0,
+                  nb::arg("stream").none() = nb::none(),
                   "As enqueue_function, but returns a devctx.Launch that enqueues the launch (on stream) each time it "
                   "is called: the arguments are converted once (for hot loops)."));
 }

@@ -20,7 +20,7 @@ std::shared_ptr<devctx::DeviceContext> (*context_of_)(nb::handle) = nullptr;
 
 /// A devctx.Stream: the stream, and the Python context it belongs to (kept alive by it).
 struct PyStream {
-  nb::object context;                       ///< the devctx.Context it was created from
+  nb::object context;                          ///< the devctx.Context it was created from
   std::shared_ptr<devctx::DeviceContext> ctx;  ///< that context's DeviceContext
   devctx::Stream stream;
 };
@@ -76,28 +76,32 @@ void bind_streams(nb::module_& m, std::shared_ptr<devctx::DeviceContext> (*conte
                        "A stream of a context's device (devctx::Stream, from Context.create_stream): work enqueued on "
                        "it runs in order, and may overlap with the context's own stream. Pass it as stream= to "
                        "Context.enqueue_function / bind_function; order it with enqueue_wait_for.")
-      .def_prop_ro("context", [](const PyStream& s) { return s.context; }, "The devctx.Context it was created from.")
-      .def_prop_ro("cuda_stream",
-                   [](const PyStream& s) { return reinterpret_cast<std::uintptr_t>(devctx::cuda_stream(s.stream)); },
-                   "The stream's cudaStream_t as an integer; devctx.Error (not_available) on the CPU backend.")
-      .def("synchronize",
-           [](PyStream& s) {
-             nb::gil_scoped_release unlocked;
-             s.stream.synchronize();
-           },
-           "Blocks until all work enqueued on this stream has finished; raises devctx.Error for a failure in it.")
-      .def("enqueue_wait_for",
-           [](PyStream& s, nb::handle other) {
-             devctx::StreamRef ref;
-             std::shared_ptr<devctx::DeviceContext> of;
-             if (!stream_of(other, ref, of))
-               bad_type(std::string("Stream.enqueue_wait_for: other takes a devctx.Stream or a devctx.Context, not ") +
-                        py_type(other));
-             s.stream.enqueue_wait_for(ref);
-           },
-           nb::arg("other").none(),
-           "Work enqueued on this stream after this call starts only once all work enqueued so far on other "
-           "(a devctx.Stream, or a devctx.Context's stream) has finished. Returns at once.")
+      .def_prop_ro(
+          "context", [](const PyStream& s) { return s.context; }, "The devctx.Context it was created from.")
+      .def_prop_ro(
+          "cuda_stream",
+          [](const PyStream& s) { return reinterpret_cast<std::uintptr_t>(devctx::cuda_stream(s.stream)); },
+          "The stream's cudaStream_t as an integer; devctx.Error (not_available) on the CPU backend.")
+      .def(
+          "synchronize",
+          [](PyStream& s) {
+            nb::gil_scoped_release unlocked;
+            s.stream.synchronize();
+          },
+          "Blocks until all work enqueued on this stream has finished; raises devctx.Error for a failure in it.")
+      .def(
+          "enqueue_wait_for",
+          [](PyStream& s, nb::handle other) {
+            devctx::StreamRef ref;
+            std::shared_ptr<devctx::DeviceContext> of;
+            if (!stream_of(other, ref, of))
+              bad_type(std::string("Stream.enqueue_wait_for: other takes a devctx.Stream or a devctx.Context, not ") +
+                       py_type(other));
+            s.stream.enqueue_wait_for(ref);
+          },
+          nb::arg("other").none(),
+          "Work enqueued on this stream after this call starts only once all work enqueued so far on other "
+          "(a devctx.Stream, or a devctx.Context's stream) has finished. Returns at once.")
       .def("__repr__", [](const PyStream& s) {
         return "Stream(" + std::string(devctx::to_string(s.ctx->api())) + ":" + std::to_string(s.ctx->id()) + ")";
       });
@@ -114,9 +118,9 @@ void bind_streams(nb::module_& m, std::shared_ptr<devctx::DeviceContext> (*conte
                     int over = 0;
                     const long long p = PyLong_AsLongLongAndOverflow(priority.ptr(), &over);
                     if (over != 0 || p < INT32_MIN || p > INT32_MAX)
-                      throw devctx::Error(devctx::Errc::invalid_argument,
-                                          "create_stream: priority " + std::string(nb::repr(priority).c_str()) +
-                                              " is outside the device's range");
+                      throw devctx::Error(devctx::Errc::invalid_argument, "create_stream: priority " +
+                                                                              std::string(nb::repr(priority).c_str()) +
+                                                                              " is outside the device's range");
                     return PyStream{nb::borrow(self), ctx, ctx->create_stream(int(p))};
                   },
                   nb::scope(context), nb::name("create_stream"), nb::is_method(), nb::arg("priority").none() = nb::none(),

@@ -42,8 +42,10 @@ Translator find_translator() {
   t.resource_dir = resource.empty() ? std::string(DEVCTX_RT_FISSION_RESOURCE_DIR) : resource;
   // libclang's version as the configure step found it, for the Python it found.
   t.libclang = python.empty() || python == DEVCTX_RT_FISSION_PYTHON ? DEVCTX_RT_FISSION_LIBCLANG : "";
-  if (exists(DEVCTX_RT_FISSION_TOOL_SOURCE)) t.tool = DEVCTX_RT_FISSION_TOOL_SOURCE;
-  else if (exists(DEVCTX_RT_FISSION_TOOL_INSTALL)) t.tool = DEVCTX_RT_FISSION_TOOL_INSTALL;
+  if (exists(DEVCTX_RT_FISSION_TOOL_SOURCE))
+    t.tool = DEVCTX_RT_FISSION_TOOL_SOURCE;
+  else if (exists(DEVCTX_RT_FISSION_TOOL_INSTALL))
+    t.tool = DEVCTX_RT_FISSION_TOOL_INSTALL;
   if (t.python.empty())
     t.off = concat("the translator was off when devctx was built (", DEVCTX_RT_FISSION_OFF_REASON,
                    "); DEVCTX_FISSION_PYTHON and DEVCTX_FISSION_RESOURCE_DIR name one");
@@ -124,10 +126,10 @@ Translation translate(const Module& module, const std::filesystem::path& work_ro
         return result;
       }
     }
-    std::vector<std::string> argv{t.python,           t.tool,         "--input", input.string(),  "--output",
-                                  output.string(),    "--summary",    summary.string(), "--resource-dir",
-                                  t.resource_dir,     "--",           "-I" + include_directory().string(),
-                                  "-include",         prelude.string()};
+    std::vector<std::string> argv{t.python,         t.tool,          "--input",   input.string(),
+                                  "--output",       output.string(), "--summary", summary.string(),
+                                  "--resource-dir", t.resource_dir,  "--",        "-I" + include_directory().string(),
+                                  "-include",       prelude.string()};
     for (const auto& o : module.options()) argv.push_back(o);
     int error = 0;
     const int status = run_tool(argv, log, error);
@@ -163,7 +165,8 @@ Translation translate(const Module& module, const std::filesystem::path& work_ro
 }
 
 std::string fission_reason(const Translation& t, std::string_view name) {
-  if (!t.not_run.empty()) return concat("the fission translator did not run on this runtime-compiled source (", t.not_run, ")");
+  if (!t.not_run.empty())
+    return concat("the fission translator did not run on this runtime-compiled source (", t.not_run, ")");
   const std::string_view base = base_name(name);
   std::string error;
   for (const auto& l : t.summary) {

@@ -18,8 +18,7 @@ namespace devctx::detail::rt {
 /// What the translation unit of a runtime-compiled CPU kernel includes before the user's source:
 /// the kernel headers and the block-level twins' runtime (devctx/detail/device/fission.hpp),
 /// which a source that includes only <devctx/kernel.hpp> would otherwise lack.
-inline constexpr std::string_view kCpuPrelude =
-    "#include <devctx/kernel.hpp>\n#include <devctx/detail/device/fission.hpp>\n";
+inline constexpr std::string_view kCpuPrelude = "#include <devctx/kernel.hpp>\n#include <devctx/detail/device/fission.hpp>\n";
 
 /// The translator runtime compiles use now, as a text for cache keys: the script's SHA-256, the
 /// Python (path, size, mtime), libclang's version and the builtin headers; or why it is off.

@@ -217,7 +217,6 @@ template <class T, bool Inclusive, class U>
   return std::size_t(room) + (Inclusive ? 1 : 0);
 }
 
-
 // ---- warp operations and block collectives over per-thread arrays ------------------------------
 // A twin evaluates a collective's arguments for every thread of the block into per-thread arrays
 // (indexed by the linear thread index, the rank), calls one of these, and reads each thread's
@@ -230,8 +229,10 @@ template <class T, bool Inclusive, class U>
 /// The `rank`th thread's value of an argument: an array element, or the block-uniform value.
 template <class A>
 [[nodiscard, gnu::always_inline]] inline auto arg(const A& a, std::size_t rank) noexcept {
-  if constexpr (std::is_pointer_v<A>) return a[rank];
-  else return a;
+  if constexpr (std::is_pointer_v<A>)
+    return a[rank];
+  else
+    return a;
 }
 
 /// Calls f(warp_base, width) for each warp of the block that takes part.
@@ -267,8 +268,7 @@ void warp_prefix_sum(const unsigned char* active, const T* in, T* out) {
 /// A shuffle: lane i gets the value of lane source(i, its argument), or its own value when that
 /// lane does not exist (>= the warp's width), as cpu.hpp's warp_read.
 template <class T, class A, class Source>
-[[gnu::always_inline]] inline void shuffle_by(const unsigned char* active, const T* in, const A& a, T* out,
-                                              Source source) {
+[[gnu::always_inline]] inline void shuffle_by(const unsigned char* active, const T* in, const A& a, T* out, Source source) {
   each_warp(active, [&](std::size_t w, std::size_t width) {
     for (std::size_t i = 0; i < width; ++i) {
       const unsigned s = source(unsigned(i), unsigned(arg(a, w + i)));
