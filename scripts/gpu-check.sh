@@ -20,6 +20,13 @@
 #   3d. with two GPUs, the peer copy benchmark (bench/cuda/peer_bench.cu) into bench-peer.log
 #   3e. the all-reduce benchmark (bench/cuda/allreduce_bench.cu: devctx vs ncclAllReduce called
 #      directly, every GPU present) into bench-allreduce.log
+#   3f. runtime-compiled kernels on the GPU (bench/runtime: nvcc's cold compile, cached load, launch
+#      cost and kernel speed against the same kernels compiled in) into bench-runtime.log, and the
+#      launch overhead from Python against CuPy's RawKernel (bench/python/launch_overhead.py, after
+#      step 3b) into bench-launch.log
+#   3g. with the fission translator carried (.whl/libclang-*.whl and the clang builtin headers in
+#      .fres/, both kept out of git), a CPU-only build with the translator on: `ctest -L fission`
+#      and the CPU kernel benchmark with twins on and off (DEVCTX_CPU_FISSION) into fission.log
 #   3b. the Python package built with CUDA (pip install ., no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
@@ -36,7 +43,8 @@
 # Environment: BUILD_DIR (default OUTDIR/build), DEVCTX_CUDA_ARCH (default 90), JOBS,
 # STEP_TIMEOUT (seconds per step, default 1800),
 # GPU_CHECK_SKIP (words among: ctest-gpu ctest-all consumer python frameworks cuda-bench fiber-bench
-# transfers bench-plot trace peer allreduce tensor-bench cpu-bench pool-bench sanitize-tests) to leave steps out,
+# transfers bench-plot trace peer allreduce tensor-bench cpu-bench pool-bench runtime-bench
+# launch-bench fission sanitize-tests) to leave steps out,
 # GPU_CHECK_REUSE_BUILD=1 to build into an existing BUILD_DIR incrementally instead of afresh
 # (a second call on a still-warm machine: e.g. only the sanitizers),
 # DEVCTX_DLPACK_INCLUDE_DIR (a directory holding dlpack/dlpack.h; found by itself otherwise).
@@ -290,6 +298,42 @@ else step "python package and tests (DEVCTX_REQUIRE_GPU=1)" python.log python_te
 if skipped python || skipped frameworks; then skip "pageable copies vs PyTorch and CuPy" "GPU_CHECK_SKIP"
 else step "pageable copies from NumPy: devctx vs PyTorch and CuPy" bench-frameworks.log frameworks; fi
 
+# Runtime-compiled kernels on the GPU, and their launch overhead from Python next to CuPy.
+runtime_bench() {
+  DEVCTX_DEVICE=cuda "$BUILD/bench/runtime/devctx_bench_runtime_kernels"
+}
+launch_bench() {
+  [[ -d $OUTDIR/python-site ]] || { echo "the Python package was not built (python step)"; return 1; }
+  PYTHONPATH="$OUTDIR/python-site" python3 "$SRC/bench/python/launch_overhead.py" --device cuda
+}
+# The fission translator on this host's CPU: a CPU-only build with the translator from the carried
+# libclang wheel, its differential tests and the CPU kernel benchmark with twins on and off.
+fission_check() {
+  local wheel site=$OUTDIR/fission-site dir=$OUTDIR/fission-build status=0
+  wheel=$(ls "$SRC"/.whl/libclang-*.whl 2>/dev/null | head -1)
+  [[ -n $wheel && -d $SRC/.fres/include ]] || { echo "no libclang wheel in .whl/ or headers in .fres/: not carried"; return 77; }
+  python3 -m pip install --no-index --no-deps --target "$site" "$wheel" >/dev/null || return 1
+  printf '#!/bin/sh\nPYTHONPATH=%s exec python3 "$@"\n' "$site" >"$OUTDIR/fission-python"
+  chmod +x "$OUTDIR/fission-python"
+  rm -rf "$dir"
+  # shellcheck disable=SC2086
+  cmake -S "$SRC" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVCTX_ENABLE_CUDA=OFF \
+    -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_FISSION_PYTHON="$OUTDIR/fission-python" \
+    -DDEVCTX_FISSION_RESOURCE_DIR="$SRC/.fres" $OPENSSL_ARGS >"$OUTDIR/fission-configure.log" || return 1
+  grep -i "fission" "$OUTDIR/fission-configure.log"
+  cmake --build "$dir" -j "$JOBS" || return 1
+  ctest --test-dir "$dir" -L fission --output-on-failure -j 4 || status=1
+  local bench=$dir/bench/cpu/devctx_bench_cpu_kernels
+  if [[ -x $bench ]]; then
+    for twins in 1 0 1; do
+      echo; echo "==> DEVCTX_CPU_FISSION=$twins $bench --reps 9"
+      DEVCTX_CPU_FISSION=$twins "$bench" --reps 9 || status=1
+    done
+  fi
+  return "$status"
+}
+export -f runtime_bench launch_bench fission_check
+
 # ---- the benchmarks -----------------------------------------------------------------------------------
 BENCH=$BUILD/bench/cuda/devctx_bench_cuda
 if skipped cuda-bench; then skip "cuda benchmark" "GPU_CHECK_SKIP"
@@ -375,6 +419,17 @@ elif [[ -x $POOL_BENCH ]]; then
 else
   skip "cpu pool benchmark" "not built"
 fi
+
+if skipped runtime-bench; then skip "runtime kernels benchmark" "GPU_CHECK_SKIP"
+elif [[ -x $BUILD/bench/runtime/devctx_bench_runtime_kernels ]]; then
+  step "runtime-compiled kernels on the GPU vs compiled in" bench-runtime.log runtime_bench
+else
+  skip "runtime kernels benchmark" "not built"
+fi
+if skipped python || skipped launch-bench; then skip "launch overhead from Python" "GPU_CHECK_SKIP"
+else step "launch overhead from Python: devctx vs CuPy RawKernel" bench-launch.log launch_bench; fi
+if skipped fission; then skip "fission translator on this host's CPU" "GPU_CHECK_SKIP"
+else step "fission translator: CPU build, ctest -L fission, CPU kernels" fission.log fission_check; fi
 
 # ---- compute-sanitizer over the gpu tests' own command lines ------------------------------------
 # Prints one line per gpu test but the device-fault runs: NAME<US>ENV1 ENV2...<US>COMMAND ARGS...,
