@@ -770,6 +770,17 @@ TEST(TraceFile, IsValidUnderACommaDecimalLocale) {
   std::remove(path.c_str());
 }
 
+TEST(TraceLines, DEVCTX_TRACEWritesItsTimesWithAPointUnderACommaDecimalLocale) {
+  // Before: the CPU backend's "devctx trace:" line printed its time with printf("%.3f"), so a
+  // program under de_DE wrote "0,123 ms from enqueue" (tools and the Python tests read that line).
+  DEVCTX_NEED_COMMA_LOCALE();
+  const ProbeRun run = run_probe({"--threads", "1", "--rounds", "5", "--device", "cpu", "--locale", comma_locale().name},
+                                 {"DEVCTX_TRACE=1", "LOCPATH=" + comma_locale().locpath});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_THAT(run.err, testing::ContainsRegex("; [0-9]+\\.[0-9][0-9][0-9] ms from enqueue")) << run.err;
+  EXPECT_THAT(run.err, testing::Not(testing::ContainsRegex("[0-9],[0-9]+ ms from enqueue"))) << run.err;
+}
+
 TEST(TraceFile, RecordingMemoryStaysBoundedHoweverLongTheProgramRuns) {
   // Before: every record stayed in memory until exit (597 MB after 20 s of 8 threads). 2
   // threads x 48000 rounds are 288000 operations: kept in memory (trace::start() alone, as

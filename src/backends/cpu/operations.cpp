@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_queue.hpp"
 #include "backends/cpu/settings.hpp"
 #include "core/errors.hpp"
+#include "core/text.hpp"
 #include "core/trace/hooks.hpp"
 
 namespace devctx::detail::cpu {
@@ -184,9 +185,10 @@ void KernelOp::finish(std::list<QueuedFailure>& failures) noexcept {
       if (trace_) {
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - trace_start_).count();
         const LaunchConfig& c = task_.launch.config;
-        std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %.3f ms from enqueue\n",
+        // The time through fixed_text: a '.' under any locale the program set (tools read this line).
+        std::fprintf(stderr, "devctx trace: %s %.*s grid %s block %s shared %zu B: %s; %s ms from enqueue\n",
                      device_label_->c_str(), int(name_.size()), name_.data(), to_string(c.grid_dim).c_str(),
-                     to_string(c.block_dim).c_str(), c.shared_bytes, path.c_str(), ms);
+                     to_string(c.block_dim).c_str(), c.shared_bytes, path.c_str(), fixed_text(ms, 3).c_str());
       }
       if (note_) {
         const std::lock_guard lock(note_->mutex);
