@@ -1455,3 +1455,63 @@ TEST(FissionMaps, CheckedLaunchesRunThePlainLoop) {
   EXPECT_EQ(paths[0].second.rfind("plain loop", 0), 0u) << paths[0].second;
   for (const float v : download(ctx, out)) ASSERT_EQ(v, 3.5f);
 }
+
+// ---- bounds on a global index inside the stretches of a barrier kernel ----------------------------
+// The twin runs a block whose every thread lies on one side of such a bound with the comparison
+// folded to a constant (no masked loads), and the blocks at the data's edge as written.
+
+// `i < in.size()` (a select), `m > i` (flipped, a narrower bound) and `i >= m / 2` (false for
+// whole blocks), in a 1-D or 2-D block (every row of a 2-D block has the same global x).
+DEVCTX_KERNEL void bounded_sums(devctx::span<const float> in, devctx::span<float> sums, unsigned m) {
+  DEVCTX_SHARED(float, s, 256);
+  const std::size_t i = devctx::global_idx().x;
+  const unsigned t = devctx::thread_idx().y * devctx::block_dim().x + devctx::thread_idx().x;
+  s[t] = i < in.size() ? in[i] : 0.0f;
+  devctx::barrier();
+  if (m > i) s[t] += 1.0f;
+  if (i >= m / 2) s[t] *= 2.0f;
+  devctx::barrier();
+  if (t == 0) {
+    float acc = 0.0f;
+    for (unsigned k = 0; k < devctx::block_dim().x * devctx::block_dim().y; ++k) acc += s[k];
+    sums[devctx::block_idx().x] = acc;
+  }
+}
+
+TEST(FissionPatterns, GlobalIndexBoundsInsideStretches) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  for (const std::size_t size : {std::size_t{1}, std::size_t{256}, std::size_t{1000}, std::size_t{256 * 7 + 13}}) {
+    const auto values = random_floats(rng, size);
+    auto in = ctx.enqueue_create_buffer<float>(size);
+    ctx.enqueue_copy(in, std::span(values));
+    for (const devctx::Dim3 block : {devctx::Dim3{256, 1, 1}, devctx::Dim3{64, 4, 1}}) {
+      const unsigned grid = unsigned((size + block.x - 1) / block.x) + 2;  // two blocks past the data
+      for (const unsigned m : {0u, 100u, unsigned(size), unsigned(size) + 300, 0xFFFFFFFFu}) {
+        SCOPED_TRACE(testing::Message() << "size " << size << " block " << block.x << "x" << block.y << " m " << m);
+        std::string path;
+        const auto [on, off] = on_and_off<float>(
+            ctx, grid,
+            [&](devctx::DeviceBuffer<float>& out) {
+              ctx.enqueue_function<bounded_sums>({.grid_dim = grid, .block_dim = block}, in, out, m);
+            },
+            &path);
+        expect_translated(path);
+        EXPECT_TRUE(same_bytes(on, off));
+        // The host model, summing in the kernel's order.
+        for (unsigned b = 0; b < grid; ++b) {
+          float acc = 0.0f;
+          for (unsigned y = 0; y < block.y; ++y)
+            for (unsigned x = 0; x < block.x; ++x) {
+              const std::size_t i = std::size_t(b) * block.x + x;
+              float v = i < size ? values[i] : 0.0f;
+              if (m > i) v += 1.0f;
+              if (i >= m / 2) v *= 2.0f;
+              acc += v;
+            }
+          ASSERT_EQ(on[b], acc) << "block " << b;
+        }
+      }
+    }
+  }
+}
