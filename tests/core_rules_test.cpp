@@ -12,8 +12,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <devctx/devctx.hpp>  // first: the private header below is reached through it
 #include <devctx/detail/base/checked_size.hpp>
-#include <devctx/devctx.hpp>
 
 #include "core/environment.hpp"
 #include "core/memory.hpp"
