@@ -53,3 +53,28 @@ def gpu_or_skip(module_name=None):
         if require_gpu():
             pytest.fail(f"DEVCTX_REQUIRE_GPU is on but {module_name} is not installed")
         pytest.skip(f"{module_name} is not installed")
+
+
+def affine32(x, a, b, fused):
+    """float32 x * a + b elementwise as a kernel computes it: rounded twice (x * a, then + b) or,
+    with `fused`, once (a fused multiply-add, which nvcc makes of it by default, as CUDA does). The
+    fused value comes from long double, whose 64-bit significand holds x * a exactly."""
+    np = pytest.importorskip("numpy")
+    x = np.asarray(x, dtype=np.float32)
+    a, b = np.float32(a), np.asarray(b, dtype=np.float32)
+    if not fused:
+        return x * a + b
+    return (x.astype(np.longdouble) * np.longdouble(a) + b.astype(np.longdouble)).astype(np.float32)
+
+
+def equal_plain_or_fused(got, steps, device):
+    """Whether `got` is what a chain of affine steps [(x, a, b) or (None, a, b) for the previous
+    result] gives, all rounded twice, or (on a GPU) all fused; the whole array one way."""
+    np = pytest.importorskip("numpy")
+    for fused in ((False, True) if device != "cpu" else (False,)):
+        value = None
+        for x, a, b in steps:
+            value = affine32(value if x is None else x, a, b, fused)
+        if np.array_equal(got, value):
+            return True
+    return False

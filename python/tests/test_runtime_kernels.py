@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import devctx
-from conftest import gpu_or_skip
+from conftest import affine32, equal_plain_or_fused, gpu_or_skip
 
 np = pytest.importorskip("numpy")
 
@@ -72,7 +72,10 @@ def test_map2d(device, rng):
     for shape in ((1, 1), (7, 300), (129, 17)):
         x = rng.standard_normal(shape, dtype=np.float32)
         scale = float(rng.uniform(-3, 3))
-        assert np.array_equal(map2d.run(ctx, x, scale), map2d.reference(x, scale))
+        r, c = np.meshgrid(np.arange(shape[0]), np.arange(shape[1]), indexing="ij")
+        got = map2d.run(ctx, x, scale)
+        assert np.array_equal(map2d.reference(x, scale), affine32(x, scale, r - c, fused=False))
+        assert equal_plain_or_fused(got, [(x, scale, r - c)], device)
 
 
 @pytest.mark.parametrize("device", contexts())
@@ -356,9 +359,7 @@ def test_launches_on_a_stream_in_order_with_the_context(device, rng):
     ctx.enqueue_function(fn, d_y, 3.0, 5.0, grid_dim=grid, block_dim=256, stream=stream)
     ctx.enqueue_wait_for(stream)
     ctx.enqueue_function(fn, d_y, -1.0, 0.5, grid_dim=grid, block_dim=256, stream=None)
-    f = np.float32
-    expected = ((y * f(2) + f(1)) * f(3) + f(5)) * f(-1) + f(0.5)
-    np.testing.assert_array_equal(devctx.to_numpy(d_y), expected)
+    assert equal_plain_or_fused(devctx.to_numpy(d_y), [(y, 2, 1), (None, 3, 5), (None, -1, 0.5)], device)
 
 
 def test_stream_synchronize_waits_for_its_launches(ctx, rng):
