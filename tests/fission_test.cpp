@@ -1515,3 +1515,50 @@ TEST(FissionPatterns, GlobalIndexBoundsInsideStretches) {
     }
   }
 }
+
+// Bounds on sums of thread index components and block-uniform values (`row < limit`,
+// `limit > offset + ty`, and `offset + tx < limit`, an unsigned sum that wraps inside the block
+// when offset is near 2^32): the twin folds them for a block only where every thread agrees.
+DEVCTX_KERNEL void affine_bounds(devctx::span<unsigned> out, unsigned offset, unsigned limit) {
+  DEVCTX_SHARED(unsigned, s, 256);
+  const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
+  const unsigned row = devctx::block_idx().y * devctx::block_dim().y + ty;
+  const unsigned t = ty * devctx::block_dim().x + tx;
+  const unsigned v = offset + tx;
+  s[t] = (v < limit ? 1u : 0u) + (row < limit ? 2u : 0u) + (limit > offset + ty ? 4u : 0u);
+  devctx::barrier();
+  const unsigned threads = devctx::block_dim().x * devctx::block_dim().y;
+  const std::size_t b = std::size_t(devctx::block_idx().y) * devctx::grid_dim().x + devctx::block_idx().x;
+  out[b * threads + t] = s[(t + 1) % threads];
+}
+
+TEST(FissionPatterns, ThreadAffineBoundsInsideStretches) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  for (const devctx::Dim3 block : {devctx::Dim3{16, 16, 1}, devctx::Dim3{32, 8, 1}}) {
+    const devctx::Dim3 grid{3, 3, 1};
+    const std::size_t threads = std::size_t(block.x) * block.y, n = threads * 9;
+    for (const unsigned offset : {0u, 100u, 0xFFFFFFF0u, 0xFFFFFFFFu})
+      for (const unsigned limit : {0u, 20u, 40u, 1000u, 0xFFFFFFFFu}) {
+        SCOPED_TRACE(testing::Message() << "block " << block.x << "x" << block.y << " offset " << offset << " limit "
+                                        << limit);
+        std::string path;
+        const auto [on, off] = on_and_off<unsigned>(
+            ctx, n,
+            [&](devctx::DeviceBuffer<unsigned>& out) {
+              ctx.enqueue_function<affine_bounds>({.grid_dim = grid, .block_dim = block}, out, offset, limit);
+            },
+            &path);
+        expect_translated(path);
+        EXPECT_TRUE(same_bytes(on, off));
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx)
+            for (unsigned t = 0; t < threads; ++t) {
+              const unsigned u = unsigned((t + 1) % threads), tx = u % block.x, ty = u / block.x;
+              const unsigned row = by * block.y + ty, v = offset + tx;
+              const unsigned want = (v < limit ? 1u : 0u) + (row < limit ? 2u : 0u) + (limit > offset + ty ? 4u : 0u);
+              const std::size_t at = (std::size_t(by) * grid.x + bx) * threads + t;
+              ASSERT_EQ(on[at], want) << "block (" << bx << ", " << by << ") thread " << t;
+            }
+      }
+  }
+}

@@ -28,6 +28,7 @@ UNIFORM_FUNCTIONS = {"block_idx", "block_dim", "grid_dim", "dynamic_shared"}
 INTEGRAL_KINDS = {"BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG",
                   "CHAR_S", "SCHAR", "WCHAR", "SHORT", "INT", "LONG", "LONGLONG"}
 ARITHMETIC_KINDS = INTEGRAL_KINDS | {"FLOAT", "DOUBLE"}
+UNSIGNED_KINDS = {"BOOL", "CHAR_U", "UCHAR", "CHAR16", "CHAR32", "USHORT", "UINT", "ULONG", "ULONGLONG"}
 PASS_THROUGH = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR",
                 "CXX_STATIC_CAST_EXPR"}
 LITERALS = {"INTEGER_LITERAL", "FLOATING_LITERAL", "CXX_BOOL_LITERAL_EXPR", "CHARACTER_LITERAL", "CXX_UNARY_EXPR"}
@@ -1352,8 +1353,6 @@ class KernelTranslator:
         `i < n ? in[i] : 0` costs 4x as a masked load on AMD Zen), and as written for the blocks
         at the edge of the data."""
         keys = self.global_x_keys()
-        if not keys:
-            return []
         f = "::devctx::detail::cpu::fission::"
         taken = [(s0, e0) for s0, (e0, _) in self.replacements.items()]
         flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -1374,25 +1373,99 @@ class KernelTranslator:
                 lr = children(c)
                 if op not in flip or len(lr) != 2:
                     continue
+                s0, e0 = self.offsets(c)
+                if any(a < e0 and s0 < b for a, b in taken):
+                    continue
                 index = is_index(lr[0])
                 bound = lr[1]
                 if index is None:
                     index, bound, op = is_index(lr[1]), lr[0], flip[op]
-                if index is None or bound.type.get_canonical().kind.name not in INTEGRAL_KINDS:
-                    continue
-                if not self.plain_bound(bound):
-                    continue
-                s0, e0 = self.offsets(c)
-                if any(a < e0 and s0 < b for a, b in taken):
-                    continue
-                itype = index.type.get_canonical().spelling.replace("const ", "").strip()
-                btype = bound.type.get_canonical().spelling
-                inclusive = "true" if op in ("<=", ">") else "false"
-                cond = (f"{f}global_end<{itype}, {inclusive}>(static_cast<{btype}>({self.src(bound)}), "
-                        "std::uint64_t(::devctx::detail::cpu::tls.block_idx.x) * devctx_bx) == devctx_bx")
+                if index is not None:
+                    if bound.type.get_canonical().kind.name not in INTEGRAL_KINDS or not self.plain_bound(bound):
+                        continue
+                    itype = index.type.get_canonical().spelling.replace("const ", "").strip()
+                    btype = bound.type.get_canonical().spelling
+                    inclusive = "true" if op in ("<=", ">") else "false"
+                    cond = (f"{f}global_end<{itype}, {inclusive}>(static_cast<{btype}>({self.src(bound)}), "
+                            "std::uint64_t(::devctx::detail::cpu::tls.block_idx.x) * devctx_bx) == devctx_bx")
+                else:
+                    cond = self.corner_condition(lr, self.binary_op(c))
+                    if cond is None:
+                        continue
+                    op = cond[1]
+                    cond = cond[0]
                 out.append((s0, e0, cond, "true" if op in ("<", "<=") else "false"))
                 taken.append((s0, e0))
         return out
+
+    def affine(self, c, keys, depth=0):
+        """'thread' when `c` is a sum of thread index components (`thread_idx().x/.y/.z`,
+        `global_idx().x`, or `const` locals holding such sums) and block-uniform values, converted
+        only in ways that keep every value (to a wider type, or unsigned to unsigned); 'uniform'
+        when block-uniform; else None. Adds the locals it reads to `keys`. Such a sum is
+        non-decreasing in each component unless an unsigned addition wraps, which would make its
+        value at the block's last thread smaller than at its first (corner_values checks that)."""
+        if depth > 32:
+            return None
+        k = kind(c)
+        ch = children(c)
+        if k == "PAREN_EXPR" and len(ch) == 1:
+            return self.affine(ch[0], keys, depth + 1)
+        if k == "UNEXPOSED_EXPR" and len(ch) == 1:
+            inner = self.affine(ch[0], keys, depth + 1)
+            if inner == "thread" and not value_preserving(ch[0].type, c.type):
+                return None
+            return inner
+        if k == "BINARY_OPERATOR" and self.binary_op(c) == "+" and len(ch) == 2:
+            a, b = self.affine(ch[0], keys, depth + 1), self.affine(ch[1], keys, depth + 1)
+            if a is None or b is None:
+                return None
+            if "thread" in (a, b):
+                return "thread" if integral_width(c.type) >= 4 else None
+            return "uniform"
+        if k == "MEMBER_REF_EXPR" and c.spelling in ("x", "y", "z") and ch:
+            call = strip(ch[0])
+            if kind(call) == "CALL_EXPR" and devctx_function(call) == "thread_idx":
+                return "thread"
+        if is_global_x(c) and not (k == "UNEXPOSED_EXPR"):
+            return "thread"
+        if k == "DECL_REF_EXPR" and c.referenced is not None:
+            key = self.key(c.referenced)
+            if key in self.remat and key in self.vars:
+                init = children(self.vars[key].cursor)
+                if not init:
+                    return None
+                r = self.affine(init[-1], keys, depth + 1)
+                if r is not None:
+                    keys.add(key)
+                    if r == "thread" and not value_preserving(init[-1].type, self.vars[key].cursor.type):
+                        return None
+                return r
+        return "uniform" if self.plain_bound(c) else None
+
+    def corner_condition(self, lr, op):
+        """For `X op B` (or `B op X`), X a thread-affine sum (see affine) and B a plain bound: (the
+        C++ condition, evaluated before the stretch, under which the comparison holds for every
+        thread of the block when op is < or <=, or fails for every thread when > or >=; the op with
+        X on the left), else None."""
+        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+        for x, b, o in ((lr[0], lr[1], op), (lr[1], lr[0], flip.get(op))):
+            keys = set()
+            if o is None or self.affine(x, keys) != "thread" or not self.plain_bound(b):
+                continue
+            if b.type.get_canonical().kind.name not in INTEGRAL_KINDS:
+                continue
+            if x.type.get_canonical().kind.name not in INTEGRAL_KINDS:
+                continue
+            decls = "".join(f"[[maybe_unused]] {self.src(d)} " if self.src(d).rstrip().endswith(";")
+                            else f"[[maybe_unused]] {self.src(d)}; " for d in self.remat_stmts(keys))
+            # The comparison's own operator on the corner value: the kernel's conversions exactly.
+            test = {"<": "<", "<=": "<=", ">": "<=", ">=": "<"}[o]
+            cond = ("[&] { const auto [devctx_lo, devctx_hi] = ::devctx::detail::cpu::fission::corner_values("
+                    f"[&] {{ {decls}return {self.src(x)}; }}); "
+                    f"return devctx_lo <= devctx_hi && devctx_hi {test} ({self.src(b)}); }}()")
+            return cond, o
+        return None
 
     def vars_name(self, k):
         return k[1]
@@ -1754,6 +1827,26 @@ MATH_FUNCTIONS = {"sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p
                   "min", "max", "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
                   "pow", "floor", "ceil", "round", "trunc", "fma", "erf", "erfc", "cbrt", "hypot", "copysign"}
 WIDE_INTEGRAL_KINDS = {"ULONG", "ULONGLONG", "LONG", "LONGLONG"}
+
+
+def integral_width(t):
+    """Bytes of an integral type, else 0."""
+    t = t.get_canonical()
+    return t.get_size() if t.kind.name in INTEGRAL_KINDS and t.kind.name != "BOOL" else 0
+
+
+def value_preserving(src, dst):
+    """Whether converting integral type `src` to `dst` keeps every value of `src`."""
+    a, b = integral_width(src), integral_width(dst)
+    if not a or not b:
+        return False
+    su = src.get_canonical().kind.name in UNSIGNED_KINDS
+    du = dst.get_canonical().kind.name in UNSIGNED_KINDS
+    if a == b:
+        return su == du
+    if b < a:
+        return False
+    return su or not du
 
 
 def is_global_x(c):

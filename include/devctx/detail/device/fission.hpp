@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include <devctx/detail/base/config.hpp>
 #include <devctx/detail/base/cpu_state.hpp>
@@ -215,6 +216,24 @@ template <class T, bool Inclusive, class U>
   const auto room = std::uint64_t(c - b);  // threads past x = 0 the guard still admits
   if (room >= limit) return limit;
   return std::size_t(room) + (Inclusive ? 1 : 0);
+}
+
+/// `x()` at the block's first thread (0, 0, 0) and at its last (every component at its largest):
+/// {lo, hi}. `x` reads the thread index through the thread-local state; the translator passes
+/// only sums of thread index components and block-uniform values (its `affine`), non-decreasing
+/// in each component unless an unsigned addition wraps, and then hi < lo. So lo <= hi and
+/// `hi < bound` mean every thread of the block compares below the bound. The thread index is
+/// restored.
+template <class X>
+[[nodiscard]] inline auto corner_values(X&& x) {
+  const Dim3 saved = tls.thread_idx;
+  const Dim3 d = tls.block_dim;
+  tls.thread_idx = Dim3{0, 0, 0};
+  const auto lo = x();
+  tls.thread_idx = Dim3{d.x - 1, d.y - 1, d.z - 1};
+  const auto hi = x();
+  tls.thread_idx = saved;
+  return std::pair{lo, hi};
 }
 
 // ---- warp operations and block collectives over per-thread arrays ------------------------------
