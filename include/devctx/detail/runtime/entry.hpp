@@ -106,7 +106,7 @@ struct CudaEntryFor {
     if constexpr (BlockLevel) K(::devctx::Block{}, from_wire<P>(wire + offset<I>)...);
     else K(from_wire<P>(wire + offset<I>)...);
   }
-  __device__ static void run(const Wire& wire) { run(wire.bytes, std::index_sequence_for<P...>{}); }
+  __device__ static void run(const Wire& wire) { run(wire.bytes(), std::index_sequence_for<P...>{}); }
   using Signature = SignatureOf<BlockLevel, P...>;
 };
 

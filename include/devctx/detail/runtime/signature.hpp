@@ -11,6 +11,7 @@
 #endif
 
 #include <cstddef>
+#include <type_traits>
 
 #include <devctx/detail/base/config.hpp>
 #include <devctx/span.hpp>
@@ -264,31 +265,40 @@ constexpr WireOffsets<sizeof...(P)> wire_offsets() {
 }
 
 /// The wire as one kernel parameter (CUDA) of the right size and alignment.
+/// Words of the wire's alignment (at most 8 bytes), not bytes: nvcc copies a kernel parameter
+/// element by element, so a parameter of bytes costs every thread a load per byte.
 template <std::size_t Size, std::size_t Align>
 struct alignas(Align) WireBytes {
-  unsigned char bytes[Size == 0 ? 1 : Size];
+  static constexpr std::size_t word_bytes = Align >= 8 ? 8 : Align;
+  using Word = std::conditional_t<word_bytes == 8, unsigned long long,
+                                  std::conditional_t<word_bytes == 4, unsigned,
+                                                     std::conditional_t<word_bytes == 2, unsigned short, unsigned char>>>;
+  Word words[Size == 0 ? 1 : (Size + word_bytes - 1) / word_bytes];
+  [[nodiscard]] DEVCTX_HD const unsigned char* bytes() const noexcept {
+    return reinterpret_cast<const unsigned char*>(words);
+  }
 };
+
+/// A T from the wire's bytes at `w`.
+template <class T>
+DEVCTX_HD inline T wire_load(const unsigned char* w) {
+  T value;
+  __builtin_memcpy(static_cast<void*>(&value), w, sizeof(T));
+  return value;
+}
 
 /// Parameter P from its bytes on the wire.
 template <class P>
 DEVCTX_HD inline P from_wire(const unsigned char* w) {
   using Tr = ParamTraits<P>;
   if constexpr (Tr::wire == ParamWire::span) {
-    typename P::element_type* data;
-    std::size_t count;
-    __builtin_memcpy(&data, w, sizeof data);
-    __builtin_memcpy(&count, w + sizeof(void*), sizeof count);
-    return P(data, count);
+    return P(wire_load<typename P::element_type*>(w), wire_load<std::size_t>(w + sizeof(void*)));
   } else if constexpr (Tr::wire == ParamWire::pointer) {
-    P data;
-    __builtin_memcpy(&data, w, sizeof data);
-    return data;
+    return wire_load<P>(w);
   } else {
     static_assert(Tr::wire == ParamWire::scalar,
                   "a runtime-compiled kernel takes spans, pointers and trivially copyable values only");
-    P value;
-    __builtin_memcpy(static_cast<void*>(&value), w, sizeof(P));
-    return value;
+    return wire_load<P>(w);
   }
 }
 /// The reach stored after a pointer parameter's address on the wire.
