@@ -45,6 +45,7 @@
 # GPU_CHECK_SKIP (words among: ctest-gpu ctest-all consumer python frameworks cuda-bench fiber-bench
 # transfers bench-plot trace peer allreduce tensor-bench cpu-bench pool-bench runtime-bench
 # launch-bench fission sanitize-tests) to leave steps out,
+# GPU_CHECK_TARGETS (targets to build instead of all, for a call that runs only some steps),
 # GPU_CHECK_REUSE_BUILD=1 to build into an existing BUILD_DIR incrementally instead of afresh
 # (a second call on a still-warm machine: e.g. only the sanitizers),
 # DEVCTX_DLPACK_INCLUDE_DIR (a directory holding dlpack/dlpack.h; found by itself otherwise).
@@ -278,7 +279,9 @@ if [[ ${RESULTS[-1]} != ok && ${RESULTS[-1]} != skipped* ]]; then
   rm -rf "$BUILD"
   step "configure without tests" configure-notests.log configure -DDEVCTX_BUILD_TESTS=OFF
 fi
-step "build" build.log cmake --build "$BUILD" -j "$JOBS" -- -k 0
+# GPU_CHECK_TARGETS: build only these targets (a short call that runs a few steps), else all.
+# shellcheck disable=SC2086  # a word list on purpose
+step "build" build.log cmake --build "$BUILD" -j "$JOBS" ${GPU_CHECK_TARGETS:+--target $GPU_CHECK_TARGETS} -- -k 0
 
 export DEVCTX_REQUIRE_GPU=1
 if [[ -f $BUILD/CTestTestfile.cmake ]]; then
