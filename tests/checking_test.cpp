@@ -86,8 +86,10 @@ DEVCTX_KERNEL void shared_outside_unguarded(devctx::span<int> out, int before, u
   if (t == 0) {
     int* start = s;  // pointers: the compiler sees no constant index outside the arrays
     float* row = tile[3];
-    if (before > 0) start[-before] = 7;
-    else row[col] = 1.0f;  // row[8] is tile[4][0]
+    if (before > 0)
+      start[-before] = 7;
+    else
+      row[col] = 1.0f;  // row[8] is tile[4][0]
   }
   devctx::barrier();
   out[t] = s[t] + int(tile[t / kTile][t % kTile]);

@@ -270,9 +270,9 @@ constexpr WireOffsets<sizeof...(P)> wire_offsets() {
 template <std::size_t Size, std::size_t Align>
 struct alignas(Align) WireBytes {
   static constexpr std::size_t word_bytes = Align >= 8 ? 8 : Align;
-  using Word = std::conditional_t<word_bytes == 8, unsigned long long,
-                                  std::conditional_t<word_bytes == 4, unsigned,
-                                                     std::conditional_t<word_bytes == 2, unsigned short, unsigned char>>>;
+  using Word = std::conditional_t<
+      word_bytes == 8, unsigned long long,
+      std::conditional_t<word_bytes == 4, unsigned, std::conditional_t<word_bytes == 2, unsigned short, unsigned char>>>;
   Word words[Size == 0 ? 1 : (Size + word_bytes - 1) / word_bytes];
   [[nodiscard]] DEVCTX_HD const unsigned char* bytes() const noexcept {
     return reinterpret_cast<const unsigned char*>(words);
