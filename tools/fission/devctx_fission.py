@@ -252,6 +252,8 @@ class KernelTranslator:
         self.excluded = set()     # (start, end) of calls whose arguments another region evaluates
         self.warp_mask = None     # inside a warp-uniform if: its per-thread condition array
         self.preconditions = {}   # run-time condition (C++ text) -> why the kernel needs it
+        self.unread = set()       # while a stretch is emitted folded: keys only its folded comparisons read
+        self._global_x = None     # keys of const 64-bit locals holding global_idx().x (global_x_keys)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def key(self, decl):
@@ -1277,7 +1279,7 @@ class KernelTranslator:
                          getattr(r, "mask", None))
         # Parameters and block-uniform variables by value: a region may not change them.
         caps = sorted({self.vars_name(k) for k in used if self.captured_by_value(k) and
-                       k not in getattr(self, "unread", ())})
+                       k not in self.unread})
         cap = "&" + "".join(", " + c for c in caps)
         begin, end = r.range if r.range is not None else ("0", "devctx_bx")
         rank = "[[maybe_unused]] std::size_t devctx_rank" if not uses_rank else "std::size_t devctx_rank"
@@ -1318,7 +1320,7 @@ class KernelTranslator:
 
     def global_x_keys(self):
         """Keys of the kernel's `const <64-bit integer> i = devctx::global_idx().x;` locals."""
-        if not hasattr(self, "_global_x"):
+        if self._global_x is None:
             self._global_x = set()
             for c in self.body.walk_preorder():
                 if kind(c) != "VAR_DECL" or not c.type.is_const_qualified():
@@ -1427,7 +1429,7 @@ class KernelTranslator:
             call = strip(ch[0])
             if kind(call) == "CALL_EXPR" and devctx_function(call) == "thread_idx":
                 return "thread"
-        if is_global_x(c) and not (k == "UNEXPOSED_EXPR"):
+        if is_global_x(c):
             return "thread"
         if k == "DECL_REF_EXPR" and c.referenced is not None:
             key = self.key(c.referenced)
