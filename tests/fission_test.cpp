@@ -1562,3 +1562,42 @@ TEST(FissionPatterns, ThreadAffineBoundsInsideStretches) {
       }
   }
 }
+
+// Values declared together in one statement, living across a barrier: each kept per thread.
+// `helper_rank()` is not a devctx function, so t and w are stored, not recomputed.
+DEVCTX_DEVICE unsigned helper_rank() { return devctx::thread_idx().x; }
+
+DEVCTX_KERNEL void declared_together(devctx::span<const int> in, devctx::span<int> out) {
+  DEVCTX_SHARED(int, s, 256);
+  const unsigned t = helper_rank(), w = t * 3u + 1u;
+  int a = in[devctx::global_idx().x], c = a * 2;
+  s[t] = a;
+  devctx::barrier();
+  a += s[(t + 1) % devctx::block_dim().x];
+  c -= int(w);
+  devctx::barrier();
+  out[devctx::global_idx().x] = a * 5 + c;
+}
+
+TEST(FissionPatterns, ValuesDeclaredTogetherLiveAcrossABarrier) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  const unsigned block = 256, blocks = 5;
+  const std::vector<int> values = random_ints(rng, block * blocks, -1000, 1000);
+  auto in = ctx.enqueue_create_buffer<int>(values.size());
+  ctx.enqueue_copy(in, std::span(values));
+  std::string path;
+  const auto [on, off] = on_and_off<int>(
+      ctx, values.size(),
+      [&](devctx::DeviceBuffer<int>& out) {
+        ctx.enqueue_function<declared_together>({.grid_dim = blocks, .block_dim = block}, in, out);
+      },
+      &path);
+  expect_translated(path);
+  EXPECT_TRUE(same_bytes(on, off));
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < block; ++t) {
+      const int a = values[b * block + t], next = values[b * block + (t + 1) % block];
+      ASSERT_EQ(on[b * block + t], (a + next) * 5 + (a * 2 - int(t * 3u + 1u))) << b << ' ' << t;
+    }
+}

@@ -1171,9 +1171,6 @@ class KernelTranslator:
                 raise Decline(f"the address of '{v.name}' is taken and it lives across a barrier")
             if not children(v.cursor):
                 raise Decline(f"the variable '{v.name}' lives across a barrier and is declared without a value")
-            decl = v.stmt[1]
-            if len([x for x in children(decl) if kind(x) == "VAR_DECL"]) != 1:
-                raise Decline(f"the variable '{v.name}' lives across a barrier and is declared together with others")
         self.live = live
 
     # ---- emission ---------------------------------------------------------------------------------
