@@ -253,7 +253,6 @@ class KernelTranslator:
         self.warp_mask = None     # inside a warp-uniform if: its per-thread condition array
         self.preconditions = {}   # run-time condition (C++ text) -> why the kernel needs it
         self.unread = set()       # while a stretch is emitted folded: keys only its folded comparisons read
-        self._global_x = None     # keys of const 64-bit locals holding global_idx().x (global_x_keys)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def key(self, decl):
@@ -1315,20 +1314,6 @@ class KernelTranslator:
         out.append(f"{pad}}});\n")
         return "".join(out)
 
-    def global_x_keys(self):
-        """Keys of the kernel's `const <64-bit integer> i = devctx::global_idx().x;` locals."""
-        if self._global_x is None:
-            self._global_x = set()
-            for c in self.body.walk_preorder():
-                if kind(c) != "VAR_DECL" or not c.type.is_const_qualified():
-                    continue
-                if c.type.get_canonical().kind.name not in WIDE_INTEGRAL_KINDS:
-                    continue
-                init = children(c)
-                if init and is_global_x(init[-1]):
-                    self._global_x.add(self.key(c))
-        return self._global_x
-
     def plain_bound(self, c):
         """Whether `c` can be evaluated once before a stretch, outside it: block-uniform, reading
         only parameters, block-level locals, constants and their pure members (n, in.size()),
@@ -1344,55 +1329,30 @@ class KernelTranslator:
         return True
 
     def bound_versions(self, roots):
-        """The comparisons of a global x index with a block-uniform bound in a stretch's code
-        (`i < in.size()`, `n > i`): [(start, end, condition, value)], where `condition` (C++ text,
-        evaluated before the stretch) holds when the comparison has the same `value` for every
-        thread of the block. The twin then runs the stretch twice over: once with those
-        comparisons replaced by their value, which GCC vectorises without masked loads (a select
-        `i < n ? in[i] : 0` costs 4x as a masked load on AMD Zen), and as written for the blocks
-        at the edge of the data."""
-        keys = self.global_x_keys()
-        f = "::devctx::detail::cpu::fission::"
+        """The comparisons in a stretch's code of a thread-affine sum (see affine: `i` holding
+        `global_idx().x`, `row` holding `block_idx().y * 16 + ty`, `k0 + tx`) with a block-uniform
+        bound: [(start, end, condition, value)], where `condition` (C++ text, evaluated before the
+        stretch) holds when the comparison has the same `value` for every thread of the block.
+        The twin then runs the stretch twice over: once with those comparisons replaced by their
+        value, which GCC vectorises without masked loads (a select `i < n ? in[i] : 0` costs 4x as
+        a masked load on AMD Zen), and as written for the blocks at the edge of the data."""
         taken = [(s0, e0) for s0, (e0, _) in self.replacements.items()]
-        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
         out = []
-
-        def is_index(c):
-            c = strip(c)
-            while kind(c) == "UNEXPOSED_EXPR" and len(children(c)) == 1:
-                c = strip(children(c)[0])
-            if kind(c) == "DECL_REF_EXPR" and c.referenced is not None and self.key(c.referenced) in keys:
-                return c.referenced
-            return None
         for root in roots:
             for c in root.walk_preorder():
                 if kind(c) != "BINARY_OPERATOR":
                     continue
                 op = self.binary_op(c)
                 lr = children(c)
-                if op not in flip or len(lr) != 2:
+                if op not in ("<", "<=", ">", ">=") or len(lr) != 2:
                     continue
                 s0, e0 = self.offsets(c)
                 if any(a < e0 and s0 < b for a, b in taken):
                     continue
-                index = is_index(lr[0])
-                bound = lr[1]
-                if index is None:
-                    index, bound, op = is_index(lr[1]), lr[0], flip[op]
-                if index is not None:
-                    if bound.type.get_canonical().kind.name not in INTEGRAL_KINDS or not self.plain_bound(bound):
-                        continue
-                    itype = index.type.get_canonical().spelling.replace("const ", "").strip()
-                    btype = bound.type.get_canonical().spelling
-                    inclusive = "true" if op in ("<=", ">") else "false"
-                    cond = (f"{f}global_end<{itype}, {inclusive}>(static_cast<{btype}>({self.src(bound)}), "
-                            "std::uint64_t(::devctx::detail::cpu::tls.block_idx.x) * devctx_bx) == devctx_bx")
-                else:
-                    cond = self.corner_condition(lr, self.binary_op(c))
-                    if cond is None:
-                        continue
-                    op = cond[1]
-                    cond = cond[0]
+                folded = self.corner_condition(lr, op)
+                if folded is None:
+                    continue
+                cond, op = folded
                 out.append((s0, e0, cond, "true" if op in ("<", "<=") else "false"))
                 taken.append((s0, e0))
         return out
