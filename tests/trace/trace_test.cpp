@@ -784,9 +784,12 @@ TEST(TraceLines, DEVCTX_TRACEWritesItsTimesWithAPointUnderACommaDecimalLocale) {
 TEST(TraceFile, RecordingMemoryStaysBoundedHoweverLongTheProgramRuns) {
   // Before: every record stayed in memory until exit (597 MB after 20 s of 8 threads). 2
   // threads x 48000 rounds are 288000 operations: kept in memory (trace::start() alone, as
-  // DEVCTX_TRACE_FILE did before) the peak grows by about 70 MiB on the development machine;
+  // DEVCTX_TRACE_FILE did before) the peak grows by 108-119 MiB on a 2-core machine;
   // streamed, at most 16384 records wait for their device times (bench/internal/trace_memory.cpp
-  // shows the peak over 60 s of 8 threads).
+  // shows the peak over 60 s of 8 threads). Streamed, the growth measured 6-16 MiB on an idle
+  // 2-core machine and 33 MiB once in a loaded CI run (the pending records at their bound, about
+  // 1 KiB each with their two events and strings, plus each thread's malloc arena): the bound
+  // below is 48 MiB, and keeping the records must cost more than twice the streamed growth.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "resident memory says nothing under ASan or TSan (freed memory is held in quarantine)";
 #elif defined(__has_feature)
@@ -800,7 +803,7 @@ TEST(TraceFile, RecordingMemoryStaysBoundedHoweverLongTheProgramRuns) {
   const auto counts = probe_counts(streamed.out);
   ASSERT_TRUE(counts.contains("rss_growth_kib")) << streamed.out;
   ASSERT_GE(counts.at("rss_growth_kib"), 0) << streamed.out;
-  EXPECT_LT(counts.at("rss_growth_kib"), 32 * 1024) << "the peak resident memory grew by "
+  EXPECT_LT(counts.at("rss_growth_kib"), 48 * 1024) << "the peak resident memory grew by "
                                                     << counts.at("rss_growth_kib") << " KiB while streaming";
   // The same run keeping its records grows by more: the measure sees what it should.
   std::vector<std::string> kept_args = args;
