@@ -26,6 +26,11 @@ struct BackendDescriptor {
   /// Ranks 0..count-1 of one communicator, rank i on queues[i]'s device: all of this backend,
   /// distinct (checked by comm). Null when the backend has no collectives.
   std::vector<std::shared_ptr<CommImpl>> (*create_comm_group)(QueueImpl* const* queues, std::size_t count) = nullptr;
+  /// Registers the backend's tools of the operation pipeline for the process (core/subscribers.hpp;
+  /// the CUDA backend's NVTX ranges under DEVCTX_NVTX) when its settings ask for them. Called at
+  /// every context's creation: cheap after the first call, and a bad setting throws Error each
+  /// time. Null when the backend has none.
+  void (*start_tools)() = nullptr;
 };
 
 /// Each backend folder's descriptor (constant-initialized, so usable from any static initializer).
@@ -34,5 +39,7 @@ extern const BackendDescriptor cuda_backend_descriptor;
 
 /// The descriptor of `api`; throws Error(invalid_argument) for a value that names no backend.
 [[nodiscard]] const BackendDescriptor& descriptor_of(Api api);
+/// Each backend's start_tools(), for a context being created.
+void start_backend_tools();
 
 }  // namespace devctx::detail

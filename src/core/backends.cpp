@@ -43,6 +43,11 @@ const BackendDescriptor& descriptor_of(Api api) {
        names_text(), ')');
 }
 
+void start_backend_tools() {
+  for (const BackendDescriptor* d : kDescriptors)
+    if (d->start_tools != nullptr) d->start_tools();
+}
+
 }  // namespace detail
 
 std::span<const Backend* const> backends() noexcept { return detail::kBackends; }

@@ -93,6 +93,7 @@ class ContextImpl {
   ContextImpl(Api api, int id, const ContextOptions& options)
       : device_(open_device(api, id)), checking_(checking_for(*device_, options)), queue_(device_->create_queue()) {
     if (checking_) queue_->enable_checking();
+    start_backend_tools();            // the backends' pipeline tools their settings ask for (NVTX)
     trace::start_from_environment();  // after the device opened: its exit step runs before the backends' own
   }
 

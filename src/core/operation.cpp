@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/text.hpp"
+
 namespace devctx::detail {
 namespace {
 
@@ -54,6 +56,23 @@ std::string name(const op::Synchronize& o) { return o.name != nullptr ? o.name :
 
 std::string name_of(const Operation& op) {
   return std::visit([](const auto& o) { return name(o); }, op);
+}
+
+std::string text_of(const Operation& op) {
+  return std::visit(
+      [](const auto& o) {
+        using Op = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<Op, op::Allocate> || std::is_same_v<Op, op::Free> ||
+                      std::is_same_v<Op, op::Copy> || std::is_same_v<Op, op::PeerCopy> || std::is_same_v<Op, op::Fill>) {
+          bool pageable = false;
+          if constexpr (std::is_same_v<Op, op::Copy>)
+            pageable = o.dst_kind == MemKind::host_pageable || o.src_kind == MemKind::host_pageable;
+          return concat(name(o), pageable ? " pageable " : " ", bytes_text(o.bytes));
+        } else {
+          return name(o);
+        }
+      },
+      op);
 }
 
 devctx::trace::Kind kind_of(const Operation& op) noexcept {

@@ -2,8 +2,9 @@
 // src/core/operation.hpp - the one record of an operation on a queue. Validation (enqueue.cpp,
 // allocation.cpp) builds one of these structs; `submit` (submit.hpp) hands that same value to a
 // recording queue (a graph keeps a list of them and replays it by submitting each again), to
-// the subscribers (the trace recorder, checking mode's host watch) and to the backend's typed
-// virtual; `name_of` names it for traces, NVTX, messages and the tools.
+// the subscribers (core/subscribers.hpp: the trace recorder, checking mode's host watch, the
+// NVTX tool) and to the backend's typed virtual; `name_of` names it for traces, NVTX, messages
+// and the tools.
 //
 // Adding an operation kind: one struct here, added to `Operation`, then the cases the compiler
 // asks for (docs/internals.md, "A new operation", lists them).
@@ -90,6 +91,10 @@ using Operation = std::variant<op::Allocate, op::Free, op::Copy, op::PeerCopy, o
 /// The operation's name as traces (the event's name), NVTX ranges and messages give it:
 /// "create_buffer", "copy HtoD", "memset", the kernel's source name, "wait_for", "host_task", ...
 [[nodiscard]] std::string name_of(const Operation& op);
+/// name_of(op) with the operation's size, as an NVTX range names it: "copy HtoD pageable 4.0 MiB
+/// (4194304 bytes)", "create_buffer 16.0 KiB (16384 bytes)", "free ...", "memset ..."; the name
+/// alone for operations that move no bytes.
+[[nodiscard]] std::string text_of(const Operation& op);
 /// The kind a trace records it as (devctx::trace::Kind; its spelling is trace::to_string's).
 [[nodiscard]] devctx::trace::Kind kind_of(const Operation& op) noexcept;
 /// Which way a copy moves its bytes (Direction::none for every other operation).

@@ -4,9 +4,10 @@
 // uses (so that their frees wait for it), lets the subscribers see it before and after (the
 // trace recorder, checking mode's host watch) and calls the backend's typed virtual.
 //
-// The subscribers sit behind one test: while no trace records and the queue is not checked,
-// an operation costs what the backend's virtual costs plus one relaxed load and two predictable
-// branches (the trace-off hot path; bench/results/hot-paths.md measures it).
+// The subscribers (core/subscribers.hpp) sit behind one test: while no trace records, no tool
+// is registered and the queue is not checked, an operation costs what the backend's virtual
+// costs plus one relaxed load and two predictable branches (the trace-off hot path;
+// bench/results/hot-paths.md measures it).
 #pragma once
 
 #include <exception>
@@ -20,6 +21,7 @@
 #include "core/backend.hpp"
 #include "core/host_access.hpp"
 #include "core/operation.hpp"
+#include "core/subscribers.hpp"
 #include "core/trace/hooks.hpp"
 
 namespace devctx::detail {
@@ -71,21 +73,26 @@ template <class Op>
   return false;
 }
 
-/// The subscribers' path (trace recording, or a checked queue): each sees the operation before
-/// the backend queues it and after. Checking mode takes its room first, so that nothing can
-/// fail once the operation is queued.
+/// The subscribers' path (trace recording, tools, or a checked queue): each sees the operation
+/// before the backend queues it and after. Checking mode takes its room first, so that nothing
+/// can fail once the operation is queued; the tools' scope is the innermost, around the
+/// backend's call alone.
 template <class Op>
 auto submit_observed(QueueImpl& queue, const Op& o) -> decltype(execute(queue, o)) {
   const Operation what(o);
   CheckingScope checking(queue, what);
   std::optional<trace::OpScope> scope;
+  std::optional<ToolScope> tools;
   if (trace::on()) scope.emplace(queue, what);
+  if ((pipeline_observers.load(std::memory_order_relaxed) & kToolsRegistered) != 0) tools.emplace(queue, what);
   if constexpr (std::is_void_v<decltype(execute(queue, o))>) {
     execute(queue, o);
+    tools.reset();
     if (scope) scope->done();
     checking.done(nullptr);
   } else {
     auto result = execute(queue, o);
+    tools.reset();
     if (scope) scope->done();
     if constexpr (std::is_same_v<decltype(result), std::shared_ptr<EventImpl>>) checking.done(result.get());
     else checking.done(nullptr);
@@ -108,7 +115,7 @@ auto submit(QueueImpl& queue, const Op& o) -> decltype(execute(queue, o)) {
   if (moves_nothing(o)) {
     if constexpr (std::is_void_v<decltype(execute(queue, o))>) return;
   }
-  if (!trace::on() && !queue.checking()) [[likely]]
+  if (!pipeline_observed() && !queue.checking()) [[likely]]
     return execute(queue, o);
   return submit_observed(queue, o);
 }

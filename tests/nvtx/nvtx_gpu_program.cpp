@@ -98,9 +98,9 @@ int main() {
   expect(depth == 0 && lowest == 0, "every devctx range was popped, none twice");
   const std::string size = bytes_name(bytes);
   const std::vector<std::string> wanted = {
-      "enqueue_create_host_buffer " + size,
-      "enqueue_create_buffer " + size,
-      "enqueue_create_buffer " + size,
+      "create_host_buffer " + size,
+      "create_buffer " + size,
+      "create_buffer " + size,
       "synchronize",
       "copy HtoD " + size,
       "copy HtoD pageable " + size,

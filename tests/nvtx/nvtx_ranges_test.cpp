@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// tests/nvtx/nvtx_ranges_test.cpp - the CUDA backend's NVTX range helper
-// (src/backends/cuda/nvtx_ranges.hpp) seen through the test injection library (nvtx_recorder.cpp),
-// without a GPU: NVTX loads its injection library on its first call, which needs no device.
-// ctest runs it twice: DEVCTX_NVTX=1 (each range reaches the "devctx" domain, named, nested and
-// popped) and DEVCTX_NVTX=0 (no NVTX call at all: the library is never loaded, no name is built).
+// tests/nvtx/nvtx_ranges_test.cpp - the CUDA backend's NVTX ranges (src/backends/cuda/nvtx_ranges.hpp)
+// seen through the test injection library (nvtx_recorder.cpp), without a GPU: NVTX loads its
+// injection library on its first call, which needs no device. The range helper, then the NVTX
+// tool of the operation pipeline (core/subscribers.hpp) on a CPU context's operations. ctest runs
+// it twice: DEVCTX_NVTX=1 (each range reaches the "devctx" domain, named, nested and popped) and
+// DEVCTX_NVTX=0 (no NVTX call at all: the library is never loaded, no name is built).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <new>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <devctx/devctx.hpp>
 
 #include "backends/cuda/nvtx_ranges.hpp"
 #include "nvtx/nvtx_record.hpp"
@@ -80,6 +86,82 @@ TEST(NvtxRanges, EachRangeReachesTheDevctxDomainOnlyWhileOn) {
     EXPECT_EQ(calls[i].domain, expected[i].domain) << "call " << i;
     EXPECT_EQ(calls[i].message, expected[i].message) << "call " << i;
   }
+}
+
+/// "16.0 KiB (16384 bytes)": devctx's byte text (src/core/text.cpp) for 1 KiB to 1 MiB.
+std::string bytes_name(std::size_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f KiB (%zu bytes)", double(bytes) / 1024.0, bytes);
+  return text;
+}
+
+// Runs after the test above (gtest's order of definition): NVTX is already initialised, so only
+// the calls recorded from here on are this test's.
+TEST(NvtxRanges, ThePipelineNamesEveryOperationOfAContextInOrder) {
+  const std::string path = nvtx_record_path();
+  ASSERT_FALSE(path.empty()) << "run through ctest: DEVCTX_NVTX_RECORD names the record file";
+  const std::size_t before = read_nvtx_record(path).size();
+  std::mt19937_64 rng(std::random_device{}());
+  const std::size_t n = std::uniform_int_distribution<std::size_t>(256, 65536)(rng);
+  const std::size_t bytes = n * sizeof(std::uint32_t);
+  const auto value = std::uint32_t(rng());
+  std::vector<std::uint32_t> input(n), pageable(n), out(n, 0xDEADBEEFu);
+  for (auto& x : input) x = std::uint32_t(rng());
+  for (auto& x : pageable) x = std::uint32_t(rng());
+  {
+    devctx::DeviceContext ctx(devctx::Api::cpu);
+    auto h = ctx.enqueue_create_host_buffer<std::uint32_t>(n);
+    auto d = ctx.enqueue_create_buffer<std::uint32_t>(n);
+    auto d2 = ctx.enqueue_create_buffer<std::uint32_t>(n);
+    ctx.synchronize();
+    for (std::size_t i = 0; i < n; ++i) h[i] = input[i];
+    ctx.enqueue_copy(d, h);
+    ctx.enqueue_copy(d2, std::span<const std::uint32_t>(pageable));
+    ctx.enqueue_memset(d, value);
+    ctx.enqueue_copy(h, d);
+    ctx.synchronize();
+    ctx.enqueue_copy(std::span<std::uint32_t>(out), d2);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(h[i], value) << i;
+      ASSERT_EQ(out[i], pageable[i]) << i;
+    }
+  }
+  const auto all = read_nvtx_record(path);
+  std::vector<std::string> pushes;
+  int depth = 0, lowest = 0;
+  for (std::size_t i = before; i < all.size(); ++i) {
+    if (all[i].domain != "devctx") continue;
+    if (all[i].what == "push") {
+      pushes.push_back(all[i].message);
+      ++depth;
+    } else if (all[i].what == "pop") {
+      lowest = std::min(lowest, --depth);
+    }
+  }
+  if (!nvtx_wanted()) {
+    EXPECT_EQ(all.size(), before) << "NVTX calls with DEVCTX_NVTX=0";
+    return;
+  }
+  EXPECT_EQ(depth, 0) << "every range popped";
+  EXPECT_EQ(lowest, 0) << "no range popped twice";
+  const std::string size = bytes_name(bytes);
+  const std::vector<std::string> wanted = {
+      "create_host_buffer " + size,
+      "create_buffer " + size,
+      "create_buffer " + size,
+      "synchronize",
+      "copy HtoD " + size,
+      "copy HtoD pageable " + size,
+      "memset " + size,
+      "copy DtoH " + size,
+      "synchronize",
+      "copy DtoH pageable " + size,
+      "free " + size,
+      "free " + size,
+      "free " + size,
+  };
+  // Exactly these, in this order: every operation of the program above goes through the pipeline.
+  EXPECT_EQ(pushes, wanted);
 }
 
 }  // namespace

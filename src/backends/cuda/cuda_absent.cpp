@@ -17,5 +17,6 @@ std::string cuda_absent_reason() {
 }
 
 std::shared_ptr<DeviceImpl> open_cuda_device(int) { fail(Errc::not_available, cuda_absent_reason()); }
+void start_cuda_tools() {}
 
 }  // namespace devctx::detail

@@ -34,6 +34,7 @@ constinit const BackendDescriptor cuda_backend_descriptor{
         },
     .open_device = &open_cuda_device,
     .create_comm_group = &create_nccl_group,
+    .start_tools = &start_cuda_tools,
 };
 
 }  // namespace devctx::detail

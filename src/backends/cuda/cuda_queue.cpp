@@ -30,7 +30,6 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/fill_kernel.hpp"
-#include "backends/cuda/nvtx_ranges.hpp"
 #include "backends/cuda/staging_engine.hpp"
 #include "core/backend.hpp"
 #include "core/errors.hpp"
@@ -158,7 +157,6 @@ class CudaEvent final : public EventImpl {
 
 CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device, int priority) : QueueImpl(*device), device_(std::move(device)) {
   device_->check_alive("create_stream");
-  (void)nvtx_enabled();  // a bad DEVCTX_NVTX is an error of the context's creation, not of a later call
   device_->make_current();
   check(DEVCTX_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority)), *device_, "create_stream");
 }
@@ -174,7 +172,6 @@ CudaQueue::~CudaQueue() {
 
 void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
   const char* operation = allocation_operation(kind);
-  const NvtxRange range([&] { return concat(operation, ' ', bytes_text(bytes)); });
   device_->check_alive(operation);
   if (bytes == 0) return nullptr;
   device_->make_current();
@@ -206,9 +203,8 @@ void* CudaQueue::allocate(std::size_t bytes, MemKind kind) {
   return data;
 }
 
-void CudaQueue::free(void* data, std::size_t bytes, MemKind kind) noexcept {
+void CudaQueue::free(void* data, std::size_t /*bytes*/, MemKind kind) noexcept {
   if (data == nullptr || device_->lost()) return;  // nothing to free, or no context to free it in
-  const NvtxRange range([&] { return concat(name_of(op::Free{}), ' ', bytes_text(bytes)); });
   if (kind == MemKind::host_pinned && device_->take_fallback_host(data)) {
     cudaEvent_t event = nullptr;
     if (!succeeded(cudaEventCreateWithFlags(&event, cudaEventDisableTiming)))
@@ -243,11 +239,6 @@ void CudaQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, De
 }
 
 void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
-  const NvtxRange range([&] {
-    const bool pageable = dst_kind == MemKind::host_pageable || src_kind == MemKind::host_pageable;
-    return concat(name_of(op::Copy{.dst = {}, .src = {}, .bytes = bytes, .dst_kind = dst_kind, .src_kind = src_kind}),
-                  pageable ? " pageable " : " ", bytes_text(bytes));
-  });
   device_->check_alive("enqueue_copy");
   device_->make_current();
   const auto operation = [&] { return concat("enqueue_copy (", bytes_text(bytes), ')'); };
@@ -317,7 +308,6 @@ void CudaQueue::wait_for_host_event(const std::shared_ptr<EventImpl>& event) {
 }
 
 void CudaQueue::enqueue_host_task(std::function<void()> task) {
-  const NvtxRange range([] { return name_of(op::HostTask{}); });
   device_->check_alive("enqueue_host_task");
   // A graph would run the function at each replay, long after this queue let go of it.
   if (capturing())
@@ -395,7 +385,6 @@ bool CudaQueue::capturing() const noexcept {
 }
 
 void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* value, std::size_t element_bytes) {
-  const NvtxRange range([&] { return concat(name_of(op::Fill{}), ' ', bytes_text(count * element_bytes)); });
   device_->check_alive("enqueue_memset");
   device_->make_current();
   const std::size_t bytes = count * element_bytes;
@@ -444,7 +433,6 @@ void CudaQueue::fill_doubling(void* dst, MemKind kind, std::size_t count, const 
 }
 
 void CudaQueue::launch(const KernelLaunch& launch) {
-  const NvtxRange range([&] { return name_of(op::Launch{&launch}); });  // the kernel's source name
   device_->make_current();
   const Dim3 g = launch.config.grid_dim, b = launch.config.block_dim;
   const CudaCall call = DEVCTX_CUDA(cudaLaunchKernel(launch.cuda_function, dim3(g.x, g.y, g.z), dim3(b.x, b.y, b.z),
@@ -480,7 +468,6 @@ void CudaQueue::forget_kernels() noexcept {
 }
 
 void CudaQueue::synchronize() {
-  const NvtxRange range([] { return name_of(op::Synchronize{}); });
   device_->check_alive("synchronize");
   check(DEVCTX_CUDA(cudaStreamSynchronize(stream_)), *this, "synchronize");
   forget_kernels();
@@ -498,7 +485,6 @@ std::shared_ptr<EventImpl> CudaQueue::record_event() {
 }
 
 void CudaQueue::wait_for(const std::shared_ptr<EventImpl>& event) {
-  const NvtxRange range([] { return name_of(op::Wait{}); });
   device_->check_alive("enqueue_wait_for");
   if (event->device().info().api != Api::cuda) return wait_for_host_event(event);
   check(DEVCTX_CUDA(cudaStreamWaitEvent(stream_, static_cast<CudaEvent&>(*event).handle(), 0)), *device_,

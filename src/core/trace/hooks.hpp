@@ -4,7 +4,8 @@
 // enqueue time, and for device work two events of the queue around it). Host waits that are no
 // queue operation (a context's synchronize, Event::synchronize) use `traced(queue, describe,
 // run)`, where `describe` returns the operation (op::Synchronize) and is called only while
-// recording. While recording is off either costs one relaxed load and one predictable branch.
+// recording or while a tool is registered (core/subscribers.hpp), which see it too. While
+// neither is, either costs one relaxed load and one predictable branch.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include <devctx/trace.hpp>
 
 #include "core/operation.hpp"
+#include "core/subscribers.hpp"
 
 namespace devctx::detail {
 class QueueImpl;
@@ -31,9 +33,11 @@ namespace devctx::detail::trace {
 
 using devctx::trace::Kind;
 
-/// On while devctx::trace records (recorder.cpp owns it).
-extern std::atomic<bool> recording_flag;
-[[nodiscard]] inline bool on() noexcept { return recording_flag.load(std::memory_order_relaxed); }
+/// On while devctx::trace records (a bit of the pipeline's flag word, core/subscribers.hpp;
+/// recorder.cpp sets and clears it).
+[[nodiscard]] inline bool on() noexcept {
+  return (pipeline_observers.load(std::memory_order_relaxed) & kTraceRecords) != 0;
+}
 
 /// One operation being recorded: the host's begin time and, for device work, an event of the
 /// queue before it; done() takes the end time and event and keeps the record. Never throws:
@@ -54,14 +58,21 @@ class OpScope {
 
 template <class Describe, class Enqueue>
 decltype(auto) traced(QueueImpl& queue, Describe&& describe, Enqueue&& enqueue) {
-  if (!on()) [[likely]] return enqueue();
-  OpScope scope(queue, describe());
+  if (!pipeline_observed()) [[likely]]
+    return enqueue();
+  const detail::Operation what(describe());
+  std::optional<OpScope> scope;
+  if (on()) scope.emplace(queue, what);
+  std::optional<ToolScope> tools;  // the process's tools see host waits too (an NVTX range)
+  if ((pipeline_observers.load(std::memory_order_relaxed) & kToolsRegistered) != 0) tools.emplace(queue, what);
   if constexpr (std::is_void_v<decltype(enqueue())>) {
     enqueue();
-    scope.done();
+    tools.reset();
+    if (scope) scope->done();
   } else {
     auto result = enqueue();
-    scope.done();
+    tools.reset();
+    if (scope) scope->done();
     return result;
   }
 }

@@ -41,8 +41,6 @@
 
 namespace devctx::detail::trace {
 
-std::atomic<bool> recording_flag{false};
-
 /// One recorded operation, with the events that time it on the device until they are read.
 /// Outside the anonymous namespace: OpScope::Pending (declared in the header) holds one.
 struct Entry {
@@ -630,10 +628,10 @@ void start() {
     if (s.entries.empty() && s.tracks.empty()) s.epoch.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   detail::trace::register_exit_once();
-  detail::trace::recording_flag.store(true, std::memory_order_relaxed);
+  detail::pipeline_observers.fetch_or(detail::kTraceRecords, std::memory_order_relaxed);
 }
 
-void stop() noexcept { detail::trace::recording_flag.store(false, std::memory_order_relaxed); }
+void stop() noexcept { detail::pipeline_observers.fetch_and(~detail::kTraceRecords, std::memory_order_relaxed); }
 
 bool recording() noexcept { return detail::trace::on(); }
 
