@@ -4,6 +4,7 @@
 // random inputs; each argument mismatch raises the named error and enqueues nothing; compile
 // errors carry the user's line; the on-disk cache (hit, damaged entry rebuilt, read-only
 // directory, off, two processes compiling one kernel at once).
+#include "support/runtime_course_kernels.hpp"
 #include "support/test_support.hpp"
 
 #include <spawn.h>
@@ -24,73 +25,13 @@
 using devctx_test::BackendTest;
 using devctx_test::cover;
 using devctx_test::download;
+using devctx_test::kCourseSource;
 using devctx_test::poisoned_buffer;
 using devctx_test::upload;
 
 extern char** environ;  // NOLINT: POSIX
 
 namespace {
-
-constexpr const char* kSource = R"(#include <devctx/kernel.hpp>
-
-DEVCTX_KERNEL void vector_add(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c) {
-  const std::size_t i = devctx::global_idx().x;
-  if (i < c.size()) c[i] = a[i] + b[i];
-}
-
-template <class T>
-DEVCTX_KERNEL void saxpy(T alpha, devctx::span<const T> x, devctx::span<T> y) {
-  const std::size_t i = devctx::global_idx().x;
-  if (i < y.size()) y[i] = alpha * x[i] + y[i];
-}
-
-// A 2-D map over rows x cols through raw pointers and scalars.
-DEVCTX_KERNEL void map2d(const float* in, float* out, int rows, int cols, float scale) {
-  const devctx::Idx3 g = devctx::global_idx();
-  const long c = long(g.x), r = long(g.y);
-  if (r < rows && c < cols) out[r * cols + c] = in[r * cols + c] * scale + float(r - c);
-}
-
-// One partial sum per block: shared memory and barriers (blocks of 256 threads).
-DEVCTX_KERNEL void block_sum(devctx::span<const double> in, devctx::span<double> out) {
-  DEVCTX_SHARED(double, tile, 256);
-  const unsigned t = devctx::thread_idx().x;
-  const std::size_t i = devctx::global_idx().x;
-  tile[t] = i < in.size() ? in[i] : 0.0;
-  devctx::barrier();
-  for (unsigned s = devctx::block_dim().x / 2; s > 0; s /= 2) {
-    if (t < s) tile[t] += tile[t + s];
-    devctx::barrier();
-  }
-  if (t == 0) out[devctx::block_idx().x] = tile[0];
-}
-
-// One sum per warp of 32 lanes.
-DEVCTX_KERNEL void warp_sums(devctx::span<const int> in, devctx::span<int> out) {
-  const std::size_t i = devctx::global_idx().x;
-  const int s = devctx::warp_sum(i < in.size() ? in[i] : 0);
-  if (devctx::lane_id() == 0 && i / 32 < out.size()) out[i / 32] = s;
-}
-
-// C[M][N] = A[M][K] * B[K][N] in 16 x 16 tiles of shared memory.
-constexpr unsigned kTile = 16;
-DEVCTX_KERNEL void matmul(devctx::span<const float> A, devctx::span<const float> B, devctx::span<float> C,
-                          unsigned M, unsigned N, unsigned K) {
-  DEVCTX_SHARED(float, As, kTile * kTile);
-  DEVCTX_SHARED(float, Bs, kTile * kTile);
-  const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
-  const unsigned row = devctx::block_idx().y * kTile + ty, col = devctx::block_idx().x * kTile + tx;
-  float acc = 0;
-  for (unsigned t0 = 0; t0 < K; t0 += kTile) {
-    As[ty * kTile + tx] = row < M && t0 + tx < K ? A[std::size_t(row) * K + t0 + tx] : 0.0f;
-    Bs[ty * kTile + tx] = t0 + ty < K && col < N ? B[std::size_t(t0 + ty) * N + col] : 0.0f;
-    devctx::barrier();
-    for (unsigned k = 0; k < kTile; ++k) acc += As[ty * kTile + k] * Bs[k * kTile + tx];
-    devctx::barrier();
-  }
-  if (row < M && col < N) C[std::size_t(row) * N + col] = acc;
-}
-)";
 
 std::filesystem::path make_temp_dir(const char* what) {
   std::string pattern = (std::filesystem::temp_directory_path() / (std::string("devctx-rt-") + what + "-XXXXXX")).string();
@@ -136,7 +77,7 @@ class RuntimeKernels : public BackendTest {
   }
   devctx::DeviceFunction compile(const char* name) { return ctx().compile_function(module_, name); }
 
-  devctx::Module module_{kSource, "course.cpp"};
+  devctx::Module module_{kCourseSource, "course.cpp"};
   std::optional<devctx_test::ScopedEnv> env_;
 };
 
@@ -420,7 +361,7 @@ DEVCTX_KERNEL void with_tensor(devctx::LayoutTensor<float, devctx::RowMajor<4, 4
 
 TEST_P(RuntimeKernels, CacheHitAndDamagedEntryRebuilt) {
   const TempCache cache;
-  const devctx::Module m(kSource, "cache_test.cpp", {"-DCACHE_TEST_TOKEN=" + std::to_string(rng())});
+  const devctx::Module m(kCourseSource, "cache_test.cpp", {"-DCACHE_TEST_TOKEN=" + std::to_string(rng())});
   const auto first = ctx().compile_function(m, "vector_add");
   EXPECT_EQ(first.load_kind(), devctx::LoadKind::compiled);
   const auto entries = cache.entries();
@@ -464,7 +405,7 @@ TEST_P(RuntimeKernels, CacheHitAndDamagedEntryRebuilt) {
 
 TEST_P(RuntimeKernels, ReadOnlyOrDisabledCacheStillCompiles) {
   const TempCache cache;
-  const devctx::Module m(kSource, "readonly_test.cpp", {"-DCACHE_TEST_TOKEN=" + std::to_string(rng())});
+  const devctx::Module m(kCourseSource, "readonly_test.cpp", {"-DCACHE_TEST_TOKEN=" + std::to_string(rng())});
   std::filesystem::permissions(cache.path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
   if (::geteuid() != 0) {  // root writes anyway
     const auto f = ctx().compile_function(m, "saxpy<float>");
@@ -488,12 +429,27 @@ TEST_P(RuntimeKernels, ReadOnlyOrDisabledCacheStillCompiles) {
 
 TEST_P(RuntimeKernels, MissingCompilerSaysWhatToInstall) {
   const TempCache cache;
-  const devctx_test::ScopedEnv cxx(on_cpu() ? "DEVCTX_CXX" : "DEVCTX_NVCC", "/nonexistent/devctx-test-compiler");
-  const devctx::Module m(kSource, "missing.cpp", {"-DCACHE_TEST_TOKEN=" + std::to_string(rng())});
-  expect_error(devctx::Errc::not_available,
-               {"/nonexistent/devctx-test-compiler", "cannot be run", on_cpu() ? "apt install g++" : "nvcc",
-                on_cpu() ? "DEVCTX_CXX" : "DEVCTX_NVCC"},
-               [&] { (void)ctx().compile_function(m, "vector_add"); });
+  const devctx::Module m(kCourseSource, "missing.cpp", {"-DCACHE_TEST_TOKEN=" + std::to_string(rng())});
+  {
+    // The host compiler, or nvcc where it was asked for instead of NVRTC.
+    const devctx_test::ScopedEnv nvcc("DEVCTX_RT_CUDA_COMPILER", "nvcc");
+    const devctx_test::ScopedEnv cxx(on_cpu() ? "DEVCTX_CXX" : "DEVCTX_NVCC", "/nonexistent/devctx-test-compiler");
+    expect_error(devctx::Errc::not_available,
+                 {"/nonexistent/devctx-test-compiler", "cannot be run", on_cpu() ? "apt install g++" : "nvcc",
+                  on_cpu() ? "DEVCTX_CXX" : "DEVCTX_NVCC"},
+                 [&] { (void)ctx().compile_function(m, "vector_add"); });
+  }
+  if (!on_cpu()) {
+    // NVRTC, the default on CUDA (loaded when first used).
+    const devctx_test::ScopedEnv nvrtc("DEVCTX_NVRTC", "/nonexistent/libnvrtc.so.13");
+    expect_error(devctx::Errc::not_available,
+                 {"NVRTC (/nonexistent/libnvrtc.so.13) cannot be loaded", "install the CUDA toolkit's NVRTC",
+                  "DEVCTX_NVRTC", "DEVCTX_RT_CUDA_COMPILER=nvcc"},
+                 [&] { (void)ctx().compile_function(m, "vector_add"); });
+    const devctx_test::ScopedEnv bad("DEVCTX_RT_CUDA_COMPILER", "clang");
+    expect_error(devctx::Errc::invalid_argument, {"DEVCTX_RT_CUDA_COMPILER=clang", "nvrtc", "nvcc"},
+                 [&] { (void)ctx().compile_function(m, "vector_add"); });
+  }
   EXPECT_TRUE(cache.entries().empty());
 }
 
@@ -504,7 +460,7 @@ TEST(RuntimeKernelsChild, CompileAndRun) {
   const char* backend = std::getenv("DEVCTX_RT_CHILD_API");
   if (token == nullptr || backend == nullptr) GTEST_SKIP() << "run by ConcurrentProcessesCompileOneKernel only";
   devctx::DeviceContext ctx(devctx::backend(backend).api, 0);
-  const devctx::Module m(kSource, "concurrent.cpp", {std::string("-DCACHE_TEST_TOKEN=") + token});
+  const devctx::Module m(kCourseSource, "concurrent.cpp", {std::string("-DCACHE_TEST_TOKEN=") + token});
   const auto f = ctx.compile_function(m, "vector_add");
   std::printf("load=%s\n", devctx::to_string(f.load_kind()));
   const std::size_t n = 1000;
@@ -538,7 +494,7 @@ TEST_P(RuntimeKernels, ConcurrentProcessesCompileOneKernel) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child exit status " << status;
   }
   ASSERT_EQ(cache.entries().size(), 1u);
-  const devctx::Module m(kSource, "concurrent.cpp", {"-DCACHE_TEST_TOKEN=" + token});
+  const devctx::Module m(kCourseSource, "concurrent.cpp", {"-DCACHE_TEST_TOKEN=" + token});
   EXPECT_EQ(ctx().compile_function(m, "vector_add").load_kind(), devctx::LoadKind::cached);
   for (const auto& e : std::filesystem::directory_iterator(cache.path))
     EXPECT_EQ(e.path().extension(), ".dck") << "a temporary file was left behind: " << e.path();

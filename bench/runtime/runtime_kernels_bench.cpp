@@ -9,6 +9,10 @@
 //      the same file) and saxpy over 2^22 floats, runtime against compiled-in; on the CPU also
 //      the runtime-compiled reduction with the translator off, and each one's execution path
 //      as the trace records it (translated, or fibers and why).
+//   0. In a build with CUDA, before all that and without a GPU: a cold compile of bench_saxpy for
+//      --arch by each CUDA compiler, NVRTC (in the process) and nvcc (a child process), alternating
+//      (the compile step alone, as compile_function runs it on a cache miss; the first NVRTC
+//      compile of the process, which loads libnvrtc, apart). --cuda-compile-only stops there.
 // Prints Markdown tables; ratios are against the compiled-in row measured in the same run.
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +26,10 @@
 #include <vector>
 
 #include <devctx/devctx.hpp>
+
+#if DEVCTX_BENCH_CUDA_BUILT
+#include "runtime/toolchain.hpp"  // the compile step alone (src/runtime), for the compile-only table
+#endif
 
 #include "compiled_in.hpp"
 #include "support/args.hpp"
@@ -58,6 +66,36 @@ std::string short_path(const std::string& path) {
          (why == std::string::npos ? "" : ": " + path.substr(why));
 }
 
+#if DEVCTX_BENCH_CUDA_BUILT
+/// 0. Cold compiles of `kernel` for `arch` by NVRTC and by nvcc, alternating: no device needed.
+void cuda_compile_only(const devctx::Module& module, const char* kernel, const std::string& arch, int trials) {
+  namespace rt = devctx::detail::rt;
+  const std::string tu = rt::wrapper_source(module, kernel, rt::Target::cuda, module.source(), "");
+  const auto compile_with = [&](const char* compiler) {
+    return [&, compiler] {
+      set_env("DEVCTX_RT_CUDA_COMPILER", compiler);
+      std::size_t bytes = 0;
+      const double ms = devctx_bench::seconds_of([&] {
+                          bytes = rt::compile(rt::Target::cuda, tu, module, kernel,
+                                              std::filesystem::temp_directory_path(), arch, false)
+                                      .size();
+                        }) *
+                        1e3;
+      ::unsetenv("DEVCTX_RT_CUDA_COMPILER");
+      if (bytes == 0) std::exit(4);
+      return ms;
+    };
+  };
+  const double first_nvrtc = compile_with("nvrtc")();  // loads libnvrtc
+  const auto m = devctx_bench::alternating_medians(trials, 1, {compile_with("nvrtc"), compile_with("nvcc")});
+  std::printf("| cold compile of %s for %s, compile step only (%d alternating trials) | median ms |\n|---|---|\n",
+              kernel, arch.c_str(), trials);
+  std::printf("| NVRTC, first compile of the process (loads libnvrtc) | %.1f |\n", first_nvrtc);
+  std::printf("| NVRTC | %.1f |\n| nvcc -cubin (child process) | %.1f |\n| nvcc / NVRTC | %.2f |\n\n", m[0], m[1],
+              m[1] / m[0]);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,14 +104,26 @@ int main(int argc, char** argv) {
                           "Runtime-compiled kernels against the same kernels compiled in: cold compile, cached load, "
                           "launch cost, kernel speed (DEVCTX_DEVICE picks the device)");
   args.option("--trials", trials, "alternating trials of each comparison (their median is printed)", 1, 1000);
+  std::string arch = "sm_90";
+  bool compile_only = false;
+#if DEVCTX_BENCH_CUDA_BUILT
+  args.option("--arch", arch, "the sm_XY the CUDA compile-only table compiles for (no GPU needed)");
+  args.flag("--cuda-compile-only", compile_only, "print the CUDA compile-only table and stop");
+#endif
   args.parse(argc, argv);
   std::string dir = (std::filesystem::temp_directory_path() / "devctx-bench-cache-XXXXXX").string();
   if (::mkdtemp(dir.data()) == nullptr) return 1;
   set_env("DEVCTX_CACHE_DIR", dir);
+  const devctx::Module module = devctx::Module::from_file(DEVCTX_BENCH_KERNELS_FILE);
+#if DEVCTX_BENCH_CUDA_BUILT
+  cuda_compile_only(module, "bench_saxpy", arch, std::min(trials, 11));
+  if (compile_only) return 0;
+#else
+  (void)compile_only;
+#endif
   devctx::DeviceContext ctx;
   const bool cpu = ctx.api() == devctx::Api::cpu;
   std::printf("# runtime-compiled kernels on %s\n\n", ctx.name().c_str());
-  const devctx::Module module = devctx::Module::from_file(DEVCTX_BENCH_KERNELS_FILE);
   const devctx::Module reduction = devctx::Module::from_file(DEVCTX_BENCH_REDUCTION_FILE,
                                                              {"-DDEVCTX_BENCH_RUNTIME_SOURCE=1"});
 

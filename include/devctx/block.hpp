@@ -31,8 +31,7 @@
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
-#include <cstddef>
-#include <new>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/base/config.hpp>
 #include <devctx/launch.hpp>

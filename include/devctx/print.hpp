@@ -22,7 +22,9 @@
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
+#if !defined(__CUDACC_RTC__)  // NVRTC: printf is built in (detail/base/std.hpp)
 #include <cstdio>
+#endif
 
 #include <devctx/detail/base/config.hpp>
 #if !defined(__CUDA_ARCH__)

@@ -5,11 +5,12 @@
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
-#include <cstddef>
-#include <type_traits>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/base/config.hpp>
+#if !defined(__CUDACC_RTC__)  // host code: NVRTC compiles device code alone (detail/base/std.hpp)
 #include <devctx/detail/base/seam.hpp>
+#endif
 #if !defined(__CUDA_ARCH__)
 #include <devctx/detail/base/cpu_state.hpp>
 #endif

@@ -19,16 +19,16 @@
 // The private devctx/detail/ headers refuse to be included unless a public header came first.
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
-#include <cstddef>
-#include <optional>
-#include <type_traits>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/base/checked_size.hpp>
 #include <devctx/detail/base/config.hpp>
+#if defined(__CUDACC_RTC__)  // device code alone, printf built in (detail/base/std.hpp)
+#elif defined(__CUDA_ARCH__)
 #include <devctx/detail/base/seam.hpp>
-#if defined(__CUDA_ARCH__)
 #include <cstdio>
 #else
+#include <devctx/detail/base/seam.hpp>
 #include <devctx/detail/base/cpu_state.hpp>
 #endif
 

@@ -22,6 +22,7 @@
 #include "core/errors.hpp"
 #include "devctx_runtime_config.hpp"
 #include "runtime/fission.hpp"
+#include "runtime/nvrtc.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -155,7 +156,17 @@ std::string compiler_path(Target target) {
   return DEVCTX_RT_NVCC;
 }
 
+CudaCompiler cuda_compiler() {
+  std::string v = setting_text("DEVCTX_RT_CUDA_COMPILER");
+  for (char& c : v) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+  if (v.empty() || v == "nvrtc") return CudaCompiler::nvrtc;
+  if (v == "nvcc") return CudaCompiler::nvcc;
+  fail(Errc::invalid_argument, "DEVCTX_RT_CUDA_COMPILER=", setting_text("DEVCTX_RT_CUDA_COMPILER"),
+       " is not a compiler of runtime-compiled CUDA kernels: use nvrtc (the default) or nvcc");
+}
+
 std::string compiler_identity(Target target) {
+  if (target == Target::cuda && cuda_compiler() == CudaCompiler::nvrtc) return nvrtc_identity();
   const std::string path = compiler_path(target);
   std::string id = path + '\n' + (target == Target::cpu ? DEVCTX_RT_CXX_VERSION : DEVCTX_RT_NVCC_VERSION);
   struct stat st {};
@@ -244,8 +255,50 @@ bool devctx_in_main_program() {
   return in_main;
 }
 
+namespace {
+
+/// The CompileError of a failed compile by `what` ("the host compiler", ...) with its log.
+[[noreturn]] void compile_failed(const Module& module, std::string_view name, const char* what, const std::string& log,
+                                 std::string_view hint = {}) {
+  std::string message = concat("compile_function(\"", name, "\") of ", module.name(), ": ", what, " failed:\n",
+                               excerpt(log, module, name), hint, "--- compiler log ---\n");
+  message += log.size() > 20000 ? log.substr(0, 20000) + "\n[log truncated]\n" : log;
+  throw CompileError(message, log);
+}
+
+/// -O0 .. -O3, -Os, -Oz, -Ofast: the host compiler's (and nvcc's host code's) optimisation levels,
+/// which NVRTC does not take; it optimises device code fully by default, as nvcc does.
+bool host_optimization_level(std::string_view o) {
+  return o == "-O" || o == "-Ofast" ||
+         (o.size() == 3 && o.starts_with("-O") && std::string_view("0123sz").find(o[2]) != std::string_view::npos);
+}
+
+/// A CUDA kernel through NVRTC, in memory: the program is named after the module, so that lines
+/// before the wrapper's first #line (none of the user's) are named like the user's.
+std::string compile_nvrtc(const std::string& source, const Module& module, std::string_view name, const std::string& arch) {
+  std::vector<std::string> options{"-std=c++20", "-arch=" + arch, "-default-device", "-w",
+                                   "-I" + include_directory().string()};
+  for (auto& o : nvrtc_include_options()) options.push_back(std::move(o));
+  for (const auto& o : module.options())
+    if (!host_optimization_level(o)) options.push_back(o);
+  NvrtcOutput out = nvrtc_compile(source, module.name(), options);
+  if (!out.ok)
+    compile_failed(module, name, "NVRTC", out.log,
+                   out.log.find("cannot open source file") != std::string::npos
+                       ? "NVRTC compiles device code alone and has no host C++ standard library: devctx's kernel "
+                         "headers give std::size_t, the fixed-width integers, <type_traits>, <utility>, <limits> and "
+                         "<optional> names; include <cuda/std/...> headers for more, or compile with nvcc "
+                         "(DEVCTX_RT_CUDA_COMPILER=nvcc) (docs/runtime-kernels.md)\n"
+                       : "");
+  return std::move(out.cubin);
+}
+
+}  // namespace
+
 std::string compile(Target target, const std::string& source, const Module& module, std::string_view name,
                     const std::filesystem::path& work_root, const std::string& arch, bool initial_exec_tls) {
+  if (target == Target::cuda && cuda_compiler() == CudaCompiler::nvrtc)
+    return compile_nvrtc(source, module, name, arch);
   const WorkDir work(work_root);
   const std::filesystem::path src = work.path / (target == Target::cpu ? "kernel.cpp" : "kernel.cu");
   const std::filesystem::path out = work.path / (target == Target::cpu ? "kernel.so" : "kernel.cubin");
@@ -282,12 +335,8 @@ std::string compile(Target target, const std::string& source, const Module& modu
                                : "install the CUDA toolkit's nvcc (the one devctx was built with) or name it in "
                                  "DEVCTX_NVCC");
   const std::string text = file_text(log);
-  if (status != 0) {
-    std::string message = concat("compile_function(\"", name, "\") of ", module.name(), ": the ", what, " failed:\n",
-                                 excerpt(text, module, name), "--- compiler log ---\n");
-    message += text.size() > 20000 ? text.substr(0, 20000) + "\n[log truncated]\n" : text;
-    throw CompileError(message, text);
-  }
+  if (status != 0)
+    compile_failed(module, name, target == Target::cpu ? "the host compiler" : "the CUDA compiler (nvcc)", text);
   std::string binary = file_text(out);
   if (binary.empty())
     fail(Errc::backend_error, "compile_function(\"", name, "\"): the ", what, " reported success but wrote no ",

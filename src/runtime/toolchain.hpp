@@ -36,8 +36,16 @@ int run_tool(const std::vector<std::string>& argv, const std::filesystem::path& 
 /// tree's when devctx runs from its build tree, else the installed one. Throws
 /// Error(not_available) when none holds devctx's headers.
 [[nodiscard]] std::filesystem::path include_directory();
+/// What compiles CUDA kernels: NVRTC in the process (the default) or nvcc as a child process.
+enum class CudaCompiler : unsigned char { nvrtc, nvcc };
+/// DEVCTX_RT_CUDA_COMPILER: unset or empty -> nvrtc; nvrtc or nvcc (any letter case); anything
+/// else throws Error(invalid_argument) naming the variable and the values allowed.
+[[nodiscard]] CudaCompiler cuda_compiler();
+
 /// The compiler for `target` (DEVCTX_CXX / DEVCTX_NVCC override the configured ones) and a text
-/// that identifies it for cache keys (path, version recorded at configure time, size and mtime).
+/// that identifies it for cache keys: for the host compiler and nvcc their path, version recorded
+/// at configure time, size and mtime; for NVRTC (cuda_compiler()) its version and library
+/// (runtime/nvrtc.hpp). Each names the compiler, so entries of nvcc and NVRTC never mix.
 [[nodiscard]] std::string compiler_path(Target target);
 [[nodiscard]] std::string compiler_identity(Target target);
 
@@ -58,10 +66,11 @@ void check_kernel_name(std::string_view name);
 /// with the initial-exec model (a direct offset instead of a __tls_get_addr call per function).
 [[nodiscard]] bool devctx_in_main_program();
 
-/// Compiles `source` into the bytes of a shared object (CPU) or a cubin for `arch` (CUDA, sm_XY)
-/// in a fresh directory under `work_root`, removed afterwards. `initial_exec_tls`: the CPU
+/// Compiles `source` into the bytes of a shared object (CPU) or a cubin for `arch` (CUDA, sm_XY):
+/// a child process in a fresh directory under `work_root`, removed afterwards, or for CUDA with
+/// NVRTC (cuda_compiler()) in memory, as program `module.name()`. `initial_exec_tls`: the CPU
 /// shared object reaches devctx's thread-locals with the initial-exec model. Throws
-/// CompileError when the compiler fails, Error(not_available) when it cannot be run.
+/// CompileError when the compiler fails, Error(not_available) when it cannot be run or loaded.
 [[nodiscard]] std::string compile(Target target, const std::string& source, const Module& module, std::string_view name,
                                   const std::filesystem::path& work_root, const std::string& arch,
                                   bool initial_exec_tls);

@@ -11,9 +11,7 @@
 #error "<devctx/detail/base/checked_size.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/buffer.hpp>) instead"
 #endif
 
-#include <cstddef>
-#include <limits>
-#include <optional>
+#include <devctx/detail/base/std.hpp>
 
 namespace devctx::detail {
 

@@ -8,8 +8,7 @@
 #error "<devctx/detail/base/launch_types.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/launch.hpp>) instead"
 #endif
 
-#include <cstddef>
-#include <cstdint>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/base/config.hpp>
 

@@ -7,7 +7,7 @@
 #error "<devctx/detail/device/atomic_types.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
 #endif
 
-#include <type_traits>
+#include <devctx/detail/base/std.hpp>
 
 namespace devctx::detail {
 

@@ -8,8 +8,7 @@
 #error "<devctx/detail/device/cuda.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
 #endif
 
-#include <cstdint>
-#include <type_traits>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/device/atomic_types.hpp>
 #include <devctx/detail/device/reduce_ops.hpp>

@@ -8,8 +8,7 @@
 #error "<devctx/detail/device/reduce_ops.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/kernel.hpp>) instead"
 #endif
 
-#include <limits>
-#include <type_traits>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/base/config.hpp>
 

@@ -12,9 +12,7 @@
 
 #define DEVCTX_DETAIL_HEADERS_OK 1
 
-#include <cstddef>
-#include <new>
-#include <utility>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/runtime/signature.hpp>
 #include <devctx/kernel.hpp>

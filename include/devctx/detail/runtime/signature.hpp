@@ -10,8 +10,7 @@
 #error "<devctx/detail/runtime/signature.hpp> is private to devctx: include <devctx/devctx.hpp> (or <devctx/module.hpp>) instead"
 #endif
 
-#include <cstddef>
-#include <type_traits>
+#include <devctx/detail/base/std.hpp>
 
 #include <devctx/detail/base/config.hpp>
 #include <devctx/span.hpp>
@@ -283,7 +282,7 @@ struct alignas(Align) WireBytes {
 template <class T>
 DEVCTX_HD inline T wire_load(const unsigned char* w) {
   T value;
-  __builtin_memcpy(static_cast<void*>(&value), w, sizeof(T));
+  DEVCTX_MEMCPY(static_cast<void*>(&value), w, sizeof(T));
   return value;
 }
 
@@ -304,7 +303,7 @@ DEVCTX_HD inline P from_wire(const unsigned char* w) {
 /// The reach stored after a pointer parameter's address on the wire.
 DEVCTX_HD inline std::size_t reach_from_wire(const unsigned char* w) {
   std::size_t reach;
-  __builtin_memcpy(&reach, w + sizeof(void*), sizeof reach);
+  DEVCTX_MEMCPY(&reach, w + sizeof(void*), sizeof reach);
   return reach;
 }
 
