@@ -40,10 +40,6 @@ class EventImpl {
   [[nodiscard]] virtual double elapsed_ms_since(EventImpl& start) = 0;
   /// The backend's own handle (a cudaEvent_t on CUDA), or null when the backend has none.
   [[nodiscard]] virtual void* native_handle() const noexcept { return nullptr; }
-
-  // Checking mode (host_access.hpp): the event's queue and its ticket there, when checked.
-  std::shared_ptr<QueueWatch> watch;
-  std::uint64_t ticket = 0;
 };
 
 class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
@@ -55,12 +51,10 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
 
   [[nodiscard]] DeviceImpl& device() const noexcept { return device_; }
 
-  /// Checking mode (docs/checking.md), turned on by the context before the queue is used: the
-  /// backend checks this queue's launches, and core keeps `watch` up to date.
-  void enable_checking();
-  [[nodiscard]] bool checking() const noexcept { return watch_ != nullptr; }
-  /// What the host has waited for on this queue; null unless checking.
-  [[nodiscard]] const std::shared_ptr<QueueWatch>& watch() const noexcept { return watch_; }
+  /// Checking mode (docs/checking.md), turned on by the context before the queue is used
+  /// (host_access.hpp's enable_checking): the backend checks this queue's launches and guards
+  /// its device memory. What the host has waited for is checking mode's own (host_access.cpp).
+  [[nodiscard]] bool checking() const noexcept { return checking_; }
 
   /// Stream-ordered device allocation; throws Error(out_of_memory).
   [[nodiscard]] virtual void* allocate(std::size_t bytes, MemKind kind) = 0;
@@ -90,8 +84,9 @@ class QueueImpl : public std::enable_shared_from_this<QueueImpl> {
   [[nodiscard]] virtual GraphRecorder* recorder() noexcept { return nullptr; }
 
  private:
+  friend void enable_checking(QueueImpl& queue);
   DeviceImpl& device_;
-  std::shared_ptr<QueueWatch> watch_;
+  bool checking_ = false;
 };
 
 class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
@@ -161,8 +156,6 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   /// kept (a CPU launch names its device in case it fails: building the text for every launch
   /// took 40% of an empty launch + synchronize).
   [[nodiscard]] const std::string& label() const;
-  /// The watches of this device's checked queues (checking mode, host_access.hpp).
-  [[nodiscard]] DeviceWatches& watches() noexcept { return watches_; }
 
  private:
   // Deferred releases hold their event, and so their queue and this device: a device with
@@ -170,7 +163,6 @@ class DeviceImpl : public std::enable_shared_from_this<DeviceImpl> {
   std::mutex releases_mutex_;
   std::vector<std::pair<std::shared_ptr<EventImpl>, std::function<void()>>> releases_;
   std::atomic<std::size_t> pending_releases_{0};
-  DeviceWatches watches_;
   HostRegistry host_registry_;
   mutable std::once_flag label_once_;
   mutable std::string label_;

@@ -30,12 +30,6 @@ const std::string& DeviceImpl::label() const {
   return label_;
 }
 
-void QueueImpl::enable_checking() {
-  auto watch = std::make_shared<QueueWatch>(device_.label());
-  device_.watches().add(watch);
-  watch_ = std::move(watch);
-}
-
 void QueueImpl::copy_peer(void*, DeviceImpl& dst_device, const void*, DeviceImpl& src_device, std::size_t) {
   fail(Errc::not_available, "enqueue_copy on ", device_.label(), ": copies between ", dst_device.label(), " and ",
        src_device.label(), " are not available on this backend; copy through host memory");
@@ -92,7 +86,7 @@ class ContextImpl {
  public:
   ContextImpl(Api api, int id, const ContextOptions& options)
       : device_(open_device(api, id)), checking_(checking_for(*device_, options)), queue_(device_->create_queue()) {
-    if (checking_) queue_->enable_checking();
+    if (checking_) enable_checking(*queue_);
     start_backend_tools();            // the backends' pipeline tools their settings ask for (NVTX)
     trace::start_from_environment();  // after the device opened: its exit step runs before the backends' own
   }
@@ -119,7 +113,7 @@ class ContextImpl {
   Stream wrap_native_stream(void* native) { return adopt(device_->wrap_native_queue(native)); }
 
   Stream adopt(std::shared_ptr<QueueImpl> queue) {
-    if (checking_) queue->enable_checking();  // a checked context's streams are checked
+    if (checking_) enable_checking(*queue);  // a checked context's streams are checked
     const std::lock_guard lock(mutex_);
     std::erase_if(streams_, [](const auto& s) { return s.expired(); });
     streams_.push_back(queue);

@@ -8,6 +8,10 @@
 // records and waits) with tickets; a HostBuffer's guard keeps the tickets of the work pending on
 // it, and the waits of the host (synchronize, event synchronize, a successful query, a copy with
 // pageable memory, which returns once done) mark tickets observed, through cross-stream waits too.
+//
+// This state is checking mode's own: the backend interface (backend.hpp) knows only whether a
+// queue is checked. Each checked queue's watch, each checked event's ticket and each device's
+// list of watches live in one table of host_access.cpp, keyed by the object and dropped with it.
 #pragma once
 
 #include <atomic>
@@ -66,20 +70,10 @@ class QueueWatch {
   std::size_t reserved_waits_ = 0;
 };
 
-/// The watches of a device's checked queues, so that a wait for the whole device
-/// (synchronize_device) counts as a wait on each of them, dropped contexts' queues included.
-class DeviceWatches {
- public:
-  /// A checked queue of the device was made.
-  void add(const std::shared_ptr<QueueWatch>& watch);
-  /// Each live watch with its last ticket: everything enqueued on the device so far.
-  [[nodiscard]] std::vector<std::pair<std::shared_ptr<QueueWatch>, std::uint64_t>> issued() const;
-
- private:
-  mutable std::mutex mutex_;
-  // Weak: a watch lives as long as its queue, or a HostBuffer's guard, or an event needs it.
-  std::vector<std::weak_ptr<QueueWatch>> watches_;
-};
+/// Turns checking mode on for `queue`, before it is used (a checked context's queues): the
+/// backend checks its launches (QueueImpl::checking()), and a watch follows what the host has
+/// waited for on it.
+void enable_checking(QueueImpl& queue);
 
 /// The work pending on one HostBuffer's memory. Its gate's `pending` is what the buffer's
 /// accessors test inline.
@@ -120,14 +114,16 @@ class CheckingScope {
   CheckingScope(const CheckingScope&) = delete;
   CheckingScope& operator=(const CheckingScope&) = delete;
   /// The operation is queued; `recorded` is the event of an op::RecordEvent.
-  void done(EventImpl* recorded) noexcept;
+  void done(const std::shared_ptr<EventImpl>* recorded) noexcept;
 
  private:
-  QueueImpl* queue_ = nullptr;  ///< null when the queue is not checked
+  std::shared_ptr<QueueWatch> watch_;  ///< the queue's; null when the queue is not checked
   const Operation* op_ = nullptr;
   HostGuard* into_ = nullptr;    ///< the guard of a HostBuffer written (copy, fill)
   HostGuard* out_of_ = nullptr;  ///< the guard of a HostBuffer read (copy)
   bool wait_reserved_ = false;
+  std::shared_ptr<QueueWatch> waited_;  ///< op::Wait of a checked event: its queue's watch
+  std::uint64_t waited_ticket_ = 0;     ///< and the event's ticket there
 };
 
 // The host's waits, which tell a checked queue's watch what the host has seen finish (core's

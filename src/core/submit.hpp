@@ -94,7 +94,8 @@ auto submit_observed(QueueImpl& queue, const Op& o) -> decltype(execute(queue, o
     auto result = execute(queue, o);
     tools.reset();
     if (scope) scope->done();
-    if constexpr (std::is_same_v<decltype(result), std::shared_ptr<EventImpl>>) checking.done(result.get());
+    if constexpr (std::is_same_v<decltype(result), std::shared_ptr<EventImpl>>)
+      checking.done(&result);
     else checking.done(nullptr);
     return result;
   }
