@@ -129,10 +129,10 @@ DEVCTX_KERNEL void mixed(const float* in, devctx::span<std::uint64_t> out, std::
     nvrtc_cubin = cubin_of(m, "mixed");
   }
   // The C++ types as the CUDA front end (the same in nvcc and NVRTC) spells them: std::int64_t
-  // is glibc's `signed long int`, bool is CUDA's __nv_bool.
+  // is glibc's `signed long int`; CUDA's `__nv_bool` is written `bool`, as the user wrote it.
   const std::string expected = signature_text("0", {"r 10 1 4 16 8 const float *",
                                                     "p 9 0 8 16 8 devctx::span<unsigned long>", "s 5 0 8 8 8 signed long",
-                                                    "s 6 0 1 1 1 unsigned char", "s 1 0 1 1 1 __nv_bool"});
+                                                    "s 6 0 1 1 1 unsigned char", "s 1 0 1 1 1 bool"});
   expect_cubin(nvrtc_cubin, expected, "mixed (NVRTC)");
   const Env compiler("DEVCTX_RT_CUDA_COMPILER", "nvcc");
   try {

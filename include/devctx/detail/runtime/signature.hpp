@@ -158,8 +158,17 @@ struct TextSink {
   constexpr void put(const char* s) {
     for (std::size_t i = 0; s[i] != '\0'; ++i) put(s[i]);
   }
+  /// A type as the compiler spelled it, on one line; CUDA's front end (nvcc's and NVRTC's) spells
+  /// bool `__nv_bool`, written `bool` as the host compiler and the user write it.
   constexpr void put(Spelled s) {
-    for (std::size_t i = 0; i < s.size; ++i) put(s.begin[i] == '\n' ? ' ' : s.begin[i]);
+    for (std::size_t i = 0; i < s.size; ++i) {
+      if (s.size - i >= 9 && text_starts(s.begin + i, "__nv_bool")) {
+        put("bool");
+        i += 8;
+      } else {
+        put(s.begin[i] == '\n' ? ' ' : s.begin[i]);
+      }
+    }
   }
   constexpr void put_number(std::size_t v) {
     char digits[24] = {};
