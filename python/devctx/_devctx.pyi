@@ -14,6 +14,10 @@ __version__: str
 
 Shape = Union[int, Sequence[int]]
 DTypeName = str  # 'bool', 'int8'..'int64', 'uint8'..'uint64', 'float32', 'float64'
+# A stream= argument: None (the context's stream), a devctx Stream or Context, or a CUDA stream
+# made elsewhere: an object with __cuda_stream__ (cuda.core, PyTorch, ...), a torch.cuda.Stream,
+# a cupy.cuda.Stream, or a cudaStream_t as an int (Context.wrap_stream).
+StreamArg = Union["Stream", "Context", int, Any, None]
 
 class Error(RuntimeError):
     """Every devctx failure. str(e) is devctx's message."""
@@ -74,13 +78,15 @@ class Context:
         A HostArray: host memory fit for fast transfers (page-locked on CUDA). Fill it after synchronize().
         """
 
-    def copy(self, dst: Any, src: Any) -> None:
+    def copy(self, dst: Any, src: Any, *, stream: StreamArg = None) -> None:
         """
-        Copies src into dst (DeviceArray, HostArray or C-contiguous host memory); sizes and dtypes must match.
+        Copies src into dst (DeviceArray, HostArray or C-contiguous host memory); sizes and dtypes must match. stream: as Context.enqueue_function's (None: this context's stream).
         """
 
-    def fill(self, dst: Union[DeviceArray, HostArray], value: Union[bool, int, SupportsFloat]) -> None:
-        """Sets every element of a DeviceArray or HostArray to value."""
+    def fill(self, dst: Union[DeviceArray, HostArray], value: Union[bool, int, SupportsFloat], *, stream: StreamArg = None) -> None:
+        """
+        Sets every element of a DeviceArray or HostArray to value. stream: as Context.enqueue_function's (None: this context's stream).
+        """
 
     def __repr__(self) -> str: ...
 
@@ -89,9 +95,14 @@ class Context:
         A new stream of this context's device (devctx::DeviceContext::create_stream). priority: None, or one of the device's stream priorities (the CPU backend has one, 0).
         """
 
-    def enqueue_wait_for(self, other: Union[Stream, Context]) -> None:
+    def wrap_stream(self, stream: Union[int, Any]) -> Stream:
         """
-        Work enqueued on this context's stream after this call starts only once all work enqueued so far on other (a devctx.Stream, or a devctx.Context's stream) has finished. Returns at once.
+        A devctx.Stream over a CUDA stream made elsewhere (devctx::wrap_cuda_stream): an object with __cuda_stream__ (cuda.core, PyTorch, ...), a torch.cuda.Stream, a cupy.cuda.Stream, or a cudaStream_t as an int (1: cudaStreamLegacy, 2: cudaStreamPerThread; 0 is refused as ambiguous). devctx never destroys it: the foreign stream must outlive the devctx.Stream and everything enqueued or allocated on it. The stream must belong to this context's CUDA device (devctx.Error 'wrong_device' otherwise; 'not_available' on the CPU backend). Context.synchronize() waits for it too while the devctx.Stream lives.
+        """
+
+    def enqueue_wait_for(self, other: Union[Stream, Context, int, Any]) -> None:
+        """
+        Work enqueued on this context's stream after this call starts only once all work enqueued so far on other (a devctx.Stream, a devctx.Context's stream, or a CUDA stream of the device: __cuda_stream__, torch.cuda.Stream, cupy.cuda.Stream, an int cudaStream_t) has finished. Returns at once.
         """
 
     def compile_function(self, module: Module, name: str) -> Function:
@@ -99,14 +110,14 @@ class Context:
         Compiles module's kernel `name` (with template arguments: 'saxpy<float>') for this context's device, through the disk cache (DEVCTX_CACHE_DIR). Raises devctx.CompileError when it does not compile.
         """
 
-    def enqueue_function(self, function: Function, *args: Any, grid_dim: Shape, block_dim: Shape, shared_bytes: int = 0, stream: Union[Stream, Context, None] = None) -> None:
+    def enqueue_function(self, function: Function, *args: Any, grid_dim: Shape, block_dim: Shape, shared_bytes: int = 0, stream: StreamArg = None) -> None:
         """
-        Enqueues fn with args (devctx arrays or __dlpack__ objects for spans and pointers, Python numbers for scalars), checked against fn.signature first: a mismatch raises and enqueues nothing. stream: None (this context's stream), a devctx.Stream of this context's device (Context.create_stream) or a devctx.Context (its stream).
+        Enqueues fn with args (devctx arrays or __dlpack__ objects for spans and pointers, Python numbers for scalars), checked against fn.signature first: a mismatch raises and enqueues nothing. stream: None (this context's stream), a devctx.Stream of this context's device (Context.create_stream, Context.wrap_stream), a devctx.Context (its stream), or a CUDA stream of the device made elsewhere (an object with __cuda_stream__, a torch.cuda.Stream, a cupy.cuda.Stream, or a cudaStream_t as an int), wrapped for this call (as Context.wrap_stream does: it must outlive the work enqueued on it).
         """
 
-    def bind_function(self, function: Function, *args: Any, grid_dim: Shape, block_dim: Shape, shared_bytes: int = 0, stream: Union[Stream, Context, None] = None) -> Launch:
+    def bind_function(self, function: Function, *args: Any, grid_dim: Shape, block_dim: Shape, shared_bytes: int = 0, stream: StreamArg = None) -> Launch:
         """
-        As enqueue_function, but returns a devctx.Launch that enqueues the launch (on stream) each time it is called: the arguments are converted once (for hot loops).
+        As enqueue_function, but returns a devctx.Launch that enqueues the launch (on stream) each time it is called: the arguments are converted once (for hot loops). A foreign CUDA stream is wrapped once, for the Launch's lifetime: it must outlive the Launch.
         """
 
 class DeviceArray:
@@ -208,7 +219,7 @@ def _from_capsule(ctx: Context, capsule: Any) -> DeviceArray:
 
 class Stream:
     """
-    A stream of a context's device (devctx::Stream, from Context.create_stream): work enqueued on it runs in order, and may overlap with the context's own stream. Pass it as stream= to Context.enqueue_function / bind_function; order it with enqueue_wait_for.
+    A stream of a context's device (devctx::Stream, from Context.create_stream, or a CUDA stream of another library wrapped by Context.wrap_stream): work enqueued on it runs in order, and may overlap with the context's own stream. Pass it as stream= to Context.enqueue_function / bind_function / copy / fill; order it with enqueue_wait_for.
     """
 
     @property
@@ -221,14 +232,25 @@ class Stream:
         The stream's cudaStream_t as an integer; devctx.Error (not_available) on the CPU backend.
         """
 
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """
+        The CUDA stream protocol (cuda.core, PyTorch, ...): (0, the cudaStream_t as an integer); devctx.Error (not_available) on the CPU backend.
+        """
+
+    @property
+    def wrapped(self) -> bool:
+        """
+        True for a foreign CUDA stream (Context.wrap_stream), which devctx never destroys.
+        """
+
     def synchronize(self) -> None:
         """
         Blocks until all work enqueued on this stream has finished; raises devctx.Error for a failure in it.
         """
 
-    def enqueue_wait_for(self, other: Union[Stream, Context]) -> None:
+    def enqueue_wait_for(self, other: Union[Stream, Context, int, Any]) -> None:
         """
-        Work enqueued on this stream after this call starts only once all work enqueued so far on other (a devctx.Stream, or a devctx.Context's stream) has finished. Returns at once.
+        Work enqueued on this stream after this call starts only once all work enqueued so far on other (a devctx.Stream, a devctx.Context's stream, or a CUDA stream of the device: __cuda_stream__, torch.cuda.Stream, cupy.cuda.Stream, an int cudaStream_t) has finished. Returns at once.
         """
 
     def __repr__(self) -> str: ...
@@ -294,9 +316,9 @@ class Launch:
     A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.
     """
 
-    def __call__(self, *, stream: Union[Stream, Context, None] = None) -> None:
+    def __call__(self, *, stream: StreamArg = None) -> None:
         """
-        Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a devctx.Stream or devctx.Context of the same device) for this call.
+        Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a devctx.Stream or devctx.Context of the same device, or a CUDA stream of the device made elsewhere, as Context.enqueue_function takes) for this call.
         """
 
     @property

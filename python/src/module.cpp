@@ -388,17 +388,20 @@ void with_endpoint(const Side& side, F&& f) {
   else f(side.array->device_slice<T>());
 }
 
-void copy(const Context& c, nb::handle dst, nb::handle src) {
+/// Context.copy: on `stream` (stream_argument's kinds: None is the context's own stream).
+void copy(nb::handle self, nb::handle dst, nb::handle src, nb::handle stream) {
   Side d, s;
   describe(d, dst, true, "destination");
   describe(s, src, false, "source");
   if (d.dtype != s.dtype)
     fail(Errc::invalid_argument, std::string("copy: the destination holds ") + name_of(d.dtype) + " and the source " +
                                      name_of(s.dtype) + "; element types must match");
+  nb::object keep;  // the stream's owner, alive until the copy is enqueued
+  devctx::StreamRef on = stream_argument(stream, self, keep, "copy");
   nb::gil_scoped_release unlocked;  // a copy from or to host memory waits for the device
   visit(d.dtype, [&]<class T>() {
     with_endpoint<T>(d, [&](auto dst_endpoint) {
-      with_endpoint<T>(s, [&](auto src_endpoint) { c.ctx->enqueue_copy(dst_endpoint, src_endpoint); });
+      with_endpoint<T>(s, [&](auto src_endpoint) { on.enqueue_copy(dst_endpoint, src_endpoint); });
     });
   });
 }
@@ -453,7 +456,8 @@ T fill_value(nb::handle value, DType dtype) {
   }
 }
 
-void fill(const Context& c, nb::handle dst, nb::handle value) {
+/// Context.fill: on `stream` (as copy).
+void fill(nb::handle self, nb::handle dst, nb::handle value, nb::handle stream) {
   const bool host = nb::isinstance<HostArray>(dst);
   if (!host && !nb::isinstance<DeviceArray>(dst))
     bad_type("fill: dst must be a devctx DeviceArray or HostArray, not " + py_type_name(dst));
@@ -462,8 +466,12 @@ void fill(const Context& c, nb::handle dst, nb::handle value) {
   visit(a.dtype, [&]<class T>() {
     const T v = fill_value<T>(value, a.dtype);
     if (a.readonly) fail(Errc::invalid_argument, "fill: the destination is a read-only array");
-    if (host) c.ctx->enqueue_memset(a.host_slice<T>(), v);
-    else c.ctx->enqueue_memset(a.device_slice<T>(), v);
+    nb::object keep;  // the stream's owner, alive until the fill is enqueued
+    devctx::StreamRef on = stream_argument(stream, self, keep, "fill");
+    if (host)
+      on.enqueue_memset(a.host_slice<T>(), v);
+    else
+      on.enqueue_memset(a.device_slice<T>(), v);
   });
 }
 
@@ -717,6 +725,18 @@ void softmax(nb::handle ctx, nb::handle x_obj, nb::handle out_obj, nb::handle sh
                                    shape);
 }
 
+// ---- what streams.cpp and runtime_kernels.cpp take from here ----------------------------------------
+
+PyTypeObject* context_type = nullptr;       // devctx.Context
+PyTypeObject* device_array_type = nullptr;  // devctx.DeviceArray
+
+/// A devctx.Context's DeviceContext, or null: the exact type (every Context devctx makes) without
+/// a type lookup or a reference count, for the launch verbs' every call.
+devctx::DeviceContext* context_ptr(nb::handle h) {
+  if (Py_TYPE(h.ptr()) == context_type && nb::inst_ready(h)) return nb::inst_ptr<Context>(h)->ctx.get();
+  return nb::isinstance<Context>(h) ? nb::cast<const Context&>(h).ctx.get() : nullptr;
+}
+
 // ---- errors -------------------------------------------------------------------------------------------
 
 PyObject* error_type = nullptr;
@@ -817,35 +837,43 @@ NB_MODULE(_devctx, m) {
   m.attr("ArgumentOverflowError") = nb::handle(argument_overflow_type);
   nb::register_exception_translator(&translate);
 
-  nb::class_<Context>(m, "Context", "A device and its default stream (devctx::DeviceContext).")
-      .def(nb::new_([](nb::handle device) { return open_context(device); }),
-           nb::arg("device").none() = nb::none(),
+  nb::class_<Context> context_class(m, "Context", "A device and its default stream (devctx::DeviceContext).");
+  context_type = reinterpret_cast<PyTypeObject*>(context_class.ptr());
+  context_class
+      .def(nb::new_([](nb::handle device) { return open_context(device); }), nb::arg("device").none() = nb::none(),
            "None: DEVCTX_DEVICE if set, else the first CUDA GPU, else the CPU; or 'cpu', 'cuda', 'cuda:N'.")
       .def_prop_ro("api", [](const Context& c) { return std::string(devctx::to_string(c.ctx->api())); })
       .def_prop_ro("id", [](const Context& c) { return c.ctx->id(); })
       .def_prop_ro("name", [](const Context& c) { return c.ctx->name(); })
-      .def_prop_ro("cuda_stream",
-                   [](const Context& c) { return reinterpret_cast<std::uintptr_t>(devctx::cuda_stream(*c.ctx)); },
-                   "The context's cudaStream_t as an integer; devctx.Error (not_available) on the CPU backend.")
-      .def("synchronize",
-           [](const Context& c) {
-             nb::gil_scoped_release unlocked;
-             c.ctx->synchronize();
-           },
-           "Blocks until all work enqueued on the context has finished; raises devctx.Error for a failure in it.")
+      .def_prop_ro(
+          "cuda_stream", [](const Context& c) { return reinterpret_cast<std::uintptr_t>(devctx::cuda_stream(*c.ctx)); },
+          "The context's cudaStream_t as an integer; devctx.Error (not_available) on the CPU backend.")
+      .def(
+          "synchronize",
+          [](const Context& c) {
+            nb::gil_scoped_release unlocked;
+            c.ctx->synchronize();
+          },
+          "Blocks until all work enqueued on the context has finished; raises devctx.Error for a failure in it.")
       .def("empty", &make_device_array, nb::arg("shape").none(), nb::arg("dtype").none() = "float32",
            "A DeviceArray (contents uninitialised), allocated in stream order.")
       .def("empty_host", &make_host_array, nb::arg("shape").none(), nb::arg("dtype").none() = "float32",
            "A HostArray: host memory fit for fast transfers (page-locked on CUDA). Fill it after synchronize().")
-      .def("copy", &copy, nb::arg("dst").none(), nb::arg("src").none(),
-           "Copies src into dst (DeviceArray, HostArray or C-contiguous host memory); sizes and dtypes must match.")
-      .def("fill", &fill, nb::arg("dst").none(), nb::arg("value").none(), "Sets every element of a DeviceArray or HostArray to value.")
+      .def("copy", &copy, nb::arg("dst").none(), nb::arg("src").none(), nb::kw_only(),
+           nb::arg("stream").none() = nb::none(),
+           "Copies src into dst (DeviceArray, HostArray or C-contiguous host memory); sizes and dtypes must match. "
+           "stream: as Context.enqueue_function's (None: this context's stream).")
+      .def("fill", &fill, nb::arg("dst").none(), nb::arg("value").none(), nb::kw_only(),
+           nb::arg("stream").none() = nb::none(),
+           "Sets every element of a DeviceArray or HostArray to value. stream: as Context.enqueue_function's (None: "
+           "this context's stream).")
       .def("__repr__", [](const Context& c) {
         return "Context('" + std::string(devctx::to_string(c.ctx->api())) + ":" + std::to_string(c.ctx->id()) + "', " +
                c.ctx->name() + ")";
       });
 
   nb::class_<DeviceArray> device_array(m, "DeviceArray", "Device memory of a context: a devctx DeviceBuffer or DeviceView.");
+  device_array_type = reinterpret_cast<PyTypeObject*>(device_array.ptr());
   bind_array(device_array, false, "DeviceArray");
   nb::class_<HostArray> host_array(m, "HostArray", "Host memory fit for fast transfers: a devctx HostBuffer.");
   bind_array(host_array, true, "HostArray");
@@ -870,12 +898,17 @@ NB_MODULE(_devctx, m) {
         "shape the GPU uses on the CPU backend too.");
   m.def("_from_capsule", &from_capsule, nb::arg("ctx").none(), nb::arg("capsule").none(),
         "A DeviceArray over a DLPack capsule's tensor (consumes the capsule).");
-  bind_streams(m, [](nb::handle h) { return nb::isinstance<Context>(h) ? nb::cast<const Context&>(h).ctx : nullptr; });
-  bind_runtime_kernels(m, {[](nb::handle h) { return nb::isinstance<Context>(h) ? nb::cast<const Context&>(h).ctx : nullptr; },
-                          [](nb::handle h, RuntimeArray& out) {
-                            if (!nb::isinstance<DeviceArray>(h)) return false;
-                            const auto& a = nb::cast<const DeviceArray&>(h);
-                            out = {a.ctx, a.buffer, a.count, int(a.dtype), a.readonly};
-                            return true;
-                          }});
+  bind_streams(m, {&context_ptr,
+                   [](nb::handle h) { return nb::isinstance<Context>(h) ? nb::cast<const Context&>(h).ctx : nullptr; }});
+  bind_runtime_kernels(m, {&context_ptr, [](nb::handle h, RuntimeArray& out) {
+                             const DeviceArray* a = nullptr;
+                             if (Py_TYPE(h.ptr()) == device_array_type && nb::inst_ready(h))
+                               a = nb::inst_ptr<DeviceArray>(h);
+                             else if (nb::isinstance<DeviceArray>(h))
+                               a = &nb::cast<const DeviceArray&>(h);
+                             else
+                               return false;
+                             out = {a->buffer.get(), int(a->dtype), a->readonly};
+                             return true;
+                           }});
 }

@@ -398,7 +398,7 @@ def test_bound_launch_on_a_stream_and_per_call_stream(ctx, rng):
     assert ctx.bind_function(fn, d_y, 1.0, 0.0, grid_dim=3, block_dim=256).stream is ctx
 
 
-@pytest.mark.parametrize("bad", [1, "stream", 0.5, object()])
+@pytest.mark.parametrize("bad", [True, "stream", 0.5, object()])
 def test_stream_argument_of_the_wrong_type_is_refused(ctx, rng, bad):
     fn = ctx.compile_function(devctx.Module(AFFINE), "affine")
     y = rng.standard_normal(300, dtype=np.float32)
@@ -458,3 +458,132 @@ def test_stream_priority_outside_the_range_is_refused(ctx):
     assert info.value.code == "invalid_argument"
     with pytest.raises(devctx.Error):
         ctx.create_stream(priority=2**40)
+
+
+# ---- the launch call itself: its keywords, its fast paths and their fallbacks --------------------
+
+MANY = r"""
+#include <devctx/kernel.hpp>
+
+// 20 parameters: more than enqueue_function converts in place (16), so its arguments go to the heap.
+DEVCTX_KERNEL void many(devctx::span<double> out, std::int8_t a, std::int16_t b, std::int32_t c, std::int64_t d,
+                        std::uint8_t e, std::uint16_t f, std::uint32_t g, std::uint64_t h, float i, double j,
+                        bool k, devctx::span<const double> x, int l, unsigned m, long long n, short o,
+                        unsigned char p, double q, float r) {
+  const std::size_t t = devctx::global_idx().x;
+  if (t >= out.size()) return;
+  const double v[] = {double(a), double(b), double(c), double(d), double(e), double(f), double(g), double(h),
+                      double(i), j, k ? 1.0 : 0.0, x[t], double(l), double(m), double(n), double(o), double(p), q,
+                      double(r)};
+  out[t] = v[t % 19];
+}
+"""
+
+
+def many_expected(values, x):
+    return np.array([values[t % 19] if t % 19 != 11 else x[t] for t in range(len(x))])
+
+
+def test_more_arguments_than_converted_in_place(ctx, rng):
+    fn = ctx.compile_function(devctx.Module(MANY), "many")
+    assert len(fn.params) == 20
+    n = 57
+    x = rng.standard_normal(n)
+    d_x, out = devctx.to_device(ctx, x), ctx.empty(n, "float64")
+    scalars = [-128, -32768, -2**31, -2**63, 255, 65535, 2**32 - 1, 2**64 - 1, 0.5, -1e300, True]
+    rest = [2**31 - 1, 7, -5, -32768, 200, 3.25, -2.5]
+    for enqueue in ("enqueue_function", "bind_function"):
+        ctx.fill(out, float("nan"))
+        call = getattr(ctx, enqueue)(fn, out, *scalars, d_x, *rest, grid_dim=1, block_dim=64)
+        if call is not None:
+            call()
+        values = [float(v) for v in scalars] + [None] + [float(v) for v in rest]
+        np.testing.assert_array_equal(devctx.to_numpy(out), many_expected(values, x))
+    with pytest.raises(devctx.ArgumentOverflowError, match="argument 19"):  # the last one, a float
+        ctx.enqueue_function(fn, out, *scalars, d_x, *rest[:-1], 1e39, grid_dim=1, block_dim=64)
+
+
+def test_numbers_of_every_python_kind_give_the_same_launch(ctx, rng):
+    """Python's own int, float and bool take a shortcut; NumPy's scalars, subclasses and objects with
+    __index__ take the general path: both give the same values, and the same errors."""
+    fn = ctx.compile_function(devctx.Module(SAXPY), "scale_i8")
+
+    class Index:
+        def __init__(self, v):
+            self.v = v
+
+        def __index__(self):
+            return self.v
+
+    class MyInt(int):
+        pass
+
+    v = rng.integers(-10, 10, size=300).astype(np.int8)
+    expected = (v.astype(np.int64) * -6 + 1).astype(np.int8)
+    for k, u, twice in [(-3, 65535, True), (np.int8(-3), np.uint16(65535), np.bool_(True)),
+                        (Index(-3), MyInt(65535), True), (np.int64(-3), Index(65535), np.True_)]:
+        d_v = devctx.to_device(ctx, v)
+        ctx.enqueue_function(fn, d_v, k, u, twice, grid_dim=[np.int32(2)], block_dim=(256, 1, Index(1)),
+                             shared_bytes=np.uint8(0))
+        np.testing.assert_array_equal(devctx.to_numpy(d_v), expected)
+    for bad in (MyInt(300), Index(-129), np.int64(128)):
+        with pytest.raises(devctx.ArgumentOverflowError, match="argument 1"):
+            ctx.enqueue_function(fn, d_v, bad, 1, True, grid_dim=2, block_dim=256)
+    for bad, kind in ((np.float64(1.0), "float64"), (True, "bool"), (np.True_, "bool")):
+        with pytest.raises(TypeError, match=f"argument 1 .* takes an int, not .*{kind}"):
+            ctx.enqueue_function(fn, d_v, bad, 1, True, grid_dim=2, block_dim=256)
+    floats = ctx.compile_function(devctx.Module(SAXPY), "saxpy<double>")
+    x = rng.standard_normal(100)
+    for a in (2, 2.0, np.float32(2), np.int16(2), MyInt(2), Index(2)):
+        d_y = devctx.to_device(ctx, np.ones(100))
+        ctx.enqueue_function(floats, a, devctx.to_device(ctx, x), d_y, grid_dim=1, block_dim=128)
+        np.testing.assert_array_equal(devctx.to_numpy(d_y), 2 * x + 1)
+    for bad in (True, np.True_, "2", 1j):
+        with pytest.raises(TypeError, match="argument 0 .* takes a float or int"):
+            ctx.enqueue_function(floats, bad, d_y, d_y, grid_dim=1, block_dim=128)
+    with pytest.raises(devctx.ArgumentOverflowError, match="does not fit a double"):
+        ctx.enqueue_function(floats, 10**400, d_y, d_y, grid_dim=1, block_dim=128)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"grid_dim": 2}, "enqueue_function\\(\\) missing required keyword-only argument: 'block_dim'"),
+    ({"block_dim": 256}, "enqueue_function\\(\\) missing required keyword-only argument: 'grid_dim'"),
+    ({"grid_dim": 2, "block_dim": 256, "stram": None}, "got an unexpected keyword argument 'stram'"),
+    ({"grid_dim": None, "block_dim": 256}, "grid_dim takes ints, not NoneType"),
+    ({"grid_dim": 2, "block_dim": 256, "shared_bytes": None}, "shared_bytes takes an int, not NoneType"),
+    ({"grid_dim": 2, "block_dim": 256, "shared_bytes": 1.0}, "shared_bytes takes an int, not float"),
+    ({"grid_dim": (2, "1"), "block_dim": 256}, "grid_dim takes ints, not str"),
+])
+def test_launch_keywords_are_checked(ctx, saxpy_setup, kwargs, message):
+    fn, d_x, d_y, y = saxpy_setup
+    for verb in (ctx.enqueue_function, ctx.bind_function):
+        with pytest.raises(TypeError, match=message.replace("enqueue_function", verb.__name__)
+                           if "missing" in message else message):
+            verb(fn, 1.0, d_x, d_y, **kwargs)
+    unchanged(ctx, d_y, y)
+
+
+def test_launch_call_shapes(ctx, saxpy_setup):
+    """Keywords from a dict (not interned), no function at all, a function of the wrong type, and
+    the signature inspect reads."""
+    import inspect
+    fn, d_x, d_y, y = saxpy_setup
+    with pytest.raises(TypeError, match="missing required positional argument: 'function'"):
+        ctx.enqueue_function(grid_dim=2, block_dim=256)
+    with pytest.raises(TypeError, match="function takes a devctx.Function .*, not str"):
+        ctx.enqueue_function("saxpy", 1.0, d_x, d_y, grid_dim=2, block_dim=256)
+    with pytest.raises(TypeError):
+        devctx.Context.enqueue_function(object(), fn, 1.0, d_x, d_y, grid_dim=2, block_dim=256)
+    unchanged(ctx, d_y, y)
+    keywords = {"".join(["grid", "_dim"]): 2, "".join(["block", "_dim"]): 256, "".join(["shared", "_bytes"]): 0,
+                "".join(["str", "eam"]): None}
+    ctx.enqueue_function(fn, 1.0, d_x, d_y, **keywords)
+    ctx.bind_function(fn, 1.0, d_x, d_y, **keywords)()
+    expected = y + np.float32(1) * devctx.to_numpy(d_x)
+    expected = expected + np.float32(1) * devctx.to_numpy(d_x)
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), expected)
+    for verb in (devctx.Context.enqueue_function, devctx.Context.bind_function):
+        parameters = inspect.signature(verb).parameters
+        assert list(parameters) == ["self", "function", "args", "grid_dim", "block_dim", "shared_bytes", "stream"]
+        assert parameters["shared_bytes"].default == 0 and parameters["stream"].default is None
+        assert parameters["grid_dim"].kind == inspect.Parameter.KEYWORD_ONLY
