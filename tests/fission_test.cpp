@@ -1316,6 +1316,12 @@ DEVCTX_KERNEL void map_up_to(devctx::span<std::int32_t> out, unsigned last) {
   }
 }
 
+// A body that reads the block's index: its twin runs one block per call (no run of blocks).
+DEVCTX_KERNEL void map_block_ids(devctx::span<std::uint32_t> out, std::uint32_t n) {
+  const std::uint64_t i = devctx::global_idx().x;
+  if (i < n) out[i] = devctx::block_idx().x * 1000u + devctx::block_idx().y * 100u + devctx::block_dim().x;
+}
+
 // A body that reads the thread index itself: the twin sets it per thread.
 DEVCTX_KERNEL void map_thread_ids(devctx::span<std::uint32_t> out, std::size_t n) {
   const std::size_t i = devctx::global_idx().x;
@@ -1412,6 +1418,56 @@ TEST(FissionMaps, FlippedLessOrEqualGuard) {
     EXPECT_TRUE(same_bytes(on, off));
     for (std::size_t i = 0; i < size; ++i)
       ASSERT_EQ(on[i], i <= last ? std::int32_t(i) * 3 - 7 : init[i]) << "element " << i;
+  }
+}
+
+// A twin that tells blocks apart by the index alone runs a worker's blocks of one row in one call
+// (fission::map_blocks); the executor skips those it ran. y[i] += ... shows a block run twice,
+// poison a block skipped, with ragged ends and more blocks than workers' parts. (Not over 2-D
+// grids: the rows of a map kernel's grid write the same elements, a race between workers.)
+TEST(FissionMaps, RunsOfBlocksCoverEachBlockOnce) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  for (const unsigned gx : {1u, 2u, 7u, 64u, 301u, 4099u}) {
+    {
+      constexpr unsigned gy = 1;
+      SCOPED_TRACE(testing::Message() << gx << " blocks");
+      const std::size_t size = std::size_t(gx) * 128 + 5;
+      const int n = int(std::uniform_int_distribution<std::size_t>(0, size)(rng));
+      const auto vx = random_floats(rng, size), vy = random_floats(rng, size);
+      auto x = ctx.enqueue_create_buffer<float>(size);
+      ctx.enqueue_copy(x, std::span(vx));
+      std::string path;
+      const auto [on, off] = on_and_off<float>(
+          ctx, vy,
+          [&](devctx::DeviceBuffer<float>& y) {
+            ctx.enqueue_function<map_axpy_early>({.grid_dim = {gx, gy, 1}, .block_dim = 128}, x, y, 0.5f, n);
+          },
+          &path);
+      expect_map_translated(path);
+      EXPECT_TRUE(same_bytes(on, off));
+      for (std::size_t i = 0; i < size; ++i) {
+        float want = vy[i];
+        if (i < std::size_t(n)) {
+          want = (0.5f * 2.0f) * vx[i] + want;
+          want += 1.0f;
+        }
+        ASSERT_EQ(on[i], want) << "element " << i;
+      }
+      // And a body that reads block_idx: one block per call, each writing its own index.
+      const std::uint32_t m = std::uint32_t(std::uniform_int_distribution<std::size_t>(0, size)(rng));
+      const auto init = poisoned<std::uint32_t>(size);
+      const auto [ids, ids_off] = on_and_off<std::uint32_t>(
+          ctx, init,
+          [&](devctx::DeviceBuffer<std::uint32_t>& out) {
+            ctx.enqueue_function<map_block_ids>({.grid_dim = {gx, 1, 1}, .block_dim = 128}, out, m);
+          },
+          &path);
+      expect_map_translated(path);
+      EXPECT_TRUE(same_bytes(ids, ids_off));
+      for (std::size_t i = 0; i < size; ++i)
+        ASSERT_EQ(ids[i], i < m ? std::uint32_t(i / 128) * 1000u + 128u : init[i]) << "element " << i;
+    }
   }
 }
 

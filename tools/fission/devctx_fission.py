@@ -1898,6 +1898,17 @@ class MapKernel:
                 return True
         return False
 
+    def reads_block(self, cursors):
+        """Whether the cursors read the block's index or its shared memory (block_idx, dynamic
+        shared memory, shared arrays): then the twin runs one block per call, else a run of blocks."""
+        for root in cursors:
+            for c in root.walk_preorder():
+                if kind(c) == "CALL_EXPR" and devctx_function(c) in ("block_idx", "dynamic_shared", "shared_array"):
+                    return True
+                if kind(c) == "DECL_REF_EXPR" and c.spelling in ("block_idx", "dynamic_shared"):
+                    return True
+        return "DEVCTX_SHARED" in "".join(self.kt.src(r) for r in cursors)
+
     def translate(self):
         kt = self.kt
         kt.assigned = kt.modified_refs(kt.body)
@@ -1957,9 +1968,11 @@ class MapKernel:
         pre = stmts[:n]
         tls_needed = self.needs_thread_index([s for s in pre if s is not None and
                                               self.index_decl(s) is None] + rest)
-        return self.emit(index, op, bound, pre, rest, tls_needed)
+        # A run of blocks per call (fission::map_blocks) when nothing but the index tells blocks apart.
+        ranged = not tls_needed and not self.reads_block([s for s in pre if self.index_decl(s) is None] + rest + [bound])
+        return self.emit(index, op, bound, pre, rest, tls_needed, ranged)
 
-    def emit(self, index, op, bound, pre, rest, tls_needed):
+    def emit(self, index, op, bound, pre, rest, tls_needed, ranged):
         kt = self.kt
         f = "::devctx::detail::cpu::fission::"
         itype = index.type.get_canonical().spelling.replace("const ", "").strip()
@@ -1975,21 +1988,29 @@ class MapKernel:
         ptext = kt.file.text(kt.params[0].extent.start.offset, kt.params[-1].extent.end.offset) if kt.params else ""
         tmpl = kt.template_parts()[0]
         inclusive = "false" if op == "<" else "true"
+        # The blocks this call runs: a run of them along x (fission::map_blocks) when nothing but the
+        # index tells blocks apart and no thread index is stored (bounds-checked builds store it).
+        blocks = ("#if defined(DEVCTX_CHECK_BOUNDS)\n"
+                  "  constexpr std::uint64_t devctx_blocks = 1;\n"
+                  "#else\n"
+                  f"  const std::uint64_t devctx_blocks = {f}map_blocks();\n"
+                  "#endif\n") if ranged else "  constexpr std::uint64_t devctx_blocks = 1;\n"
         out = ["#if !defined(__CUDA_ARCH__)\n",
                f"// The block-level twin of {kt.name} (devctx fission translator, a map kernel: one loop over\n"
                "// the threads its bounds guard admits; docs/cpu-backend.md).\n",
                f"{tmpl}\n" if tmpl else "",
                f"static inline void {kt.twin_name()}({ptext}) {{\n",
+               blocks,
                "  const std::uint64_t devctx_base = std::uint64_t(::devctx::detail::cpu::tls.block_idx.x) * "
                "::devctx::detail::cpu::tls.block_dim.x;\n",
                f"  const std::size_t devctx_end = {f}global_end<{itype}, {inclusive}>(static_cast<{btype}>({kt.src(bound)}), "
-               "devctx_base);\n",
+               "devctx_base, devctx_blocks);\n",
                # Bounds-checked builds: span and tensor indexing name the thread in their errors.
                "#if defined(DEVCTX_CHECK_BOUNDS)\n",
-               f"  {f}map_threads<true>(devctx_end, ",
+               f"  {f}map_threads<true>(devctx_end, devctx_blocks, ",
                f"[&{', ' + captures if captures else ''}]([[maybe_unused]] std::size_t devctx_x) {{\n",
                "#else\n",
-               f"  {f}map_threads<{'true' if tls_needed else 'false'}>(devctx_end, ",
+               f"  {f}map_threads<{'true' if tls_needed else 'false'}>(devctx_end, devctx_blocks, ",
                f"[&{', ' + captures if captures else ''}]([[maybe_unused]] std::size_t devctx_x) {{\n",
                "#endif\n"]
         for s in pre:

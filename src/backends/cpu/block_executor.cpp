@@ -6,6 +6,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
@@ -214,13 +215,21 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         tls.mode = Mode::plain;
         cooperative_ = false;
         set_fast(false);
+        // A map twin may run this block and the next ones of the row in one call (fission::map_blocks).
+        fission_slot.range = std::uint32_t(std::min<std::uint64_t>({end - b, g.x - x, std::uint64_t{1} << 20}));
+        fission_slot.ran = 1;
         fiber_launch(&scheduler_sp_, stacks_.stack(0), &plain_entry, this);
       }
       bool again = false;
       if (checking_ != nullptr && !failed_) again = check_block_twice();
       if (fission_slot.taken) {
         fission_slot.taken = false;
-        result.translated += 1;
+        // The blocks after this one that a map twin ran too: skipped (they lie in this row).
+        const std::uint32_t ran = fission_slot.ran;
+        fission_slot.ran = 1;
+        result.translated += ran;
+        b += ran - 1;
+        x += ran - 1;
       } else {
         (cooperative_ ? result.cooperative : result.plain) += 1;
       }
