@@ -313,12 +313,14 @@ class Function:
 
 class Launch:
     """
-    A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.
+    A launch whose arguments were converted and checked once (Context.bind_function): launch() enqueues it (checked again by devctx) on the stream it was bound to, launch(stream=s) on s (a devctx.Stream or devctx.Context of the same device, or a CUDA stream of the device made elsewhere, as Context.enqueue_function takes) for this call.
     """
 
     def __call__(self, *, stream: StreamArg = None) -> None:
         """
-        Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a devctx.Stream or devctx.Context of the same device, or a CUDA stream of the device made elsewhere, as Context.enqueue_function takes) for this call.
+        Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream for
+        this call (a devctx.Stream or devctx.Context of the same device, or a CUDA stream of the
+        device made elsewhere, as Context.enqueue_function takes).
         """
 
     @property

@@ -252,8 +252,7 @@ struct Prepared {
 void prepare(const Call& c, Prepared& out) {
   const std::string_view verb = c.verb;
   const devctx::DeviceFunction& fn = function_arg(c.function, c.verb);
-  if (hooks_.context_ptr(c.self) == nullptr) bad_type(std::string(verb) + ": self must be a devctx Context");
-  out.stream = stream_argument(c.stream, c.self, out.stream_owner, c.verb);
+  out.stream = stream_argument(c.stream, c.self, out.stream_owner, c.verb);  // checks self too
   if (!fn) throw devctx::Error(Errc::invalid_handle, std::string(verb) + ": an empty Function");
   const auto& params = fn.params();
   if (c.count != params.size())
@@ -449,6 +448,43 @@ PyMethodDef bind_function_def = {
     "the arguments are converted once (for hot loops). A foreign CUDA stream is wrapped once, for the Launch's "
     "lifetime: it must outlive the Launch."};
 
+/// devctx.Launch's tp_call: launch() or launch(stream=s). A type slot rather than a nanobind
+/// __call__, which CPython would reach through a lookup of __call__ and nanobind's dispatcher.
+PyObject* launch_call(PyObject* self, PyObject* args, PyObject* kwargs) noexcept {
+  if (PyTuple_GET_SIZE(args) != 0) {
+    PyErr_Format(PyExc_TypeError, "Launch() takes no positional arguments (%zd given): launch() or launch(stream=s)",
+                 PyTuple_GET_SIZE(args));
+    return nullptr;
+  }
+  PyObject* stream = Py_None;
+  if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) {
+    PyObject *key = nullptr, *value = nullptr;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &key, &value)) {
+      if (!PyUnicode_Check(key) || PyUnicode_Compare(key, kw_stream_) != 0) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "Launch() got an unexpected keyword argument '%S'", key);
+        return nullptr;
+      }
+      stream = value;
+    }
+  }
+  try {
+    if (!nb::inst_ready(self)) throw nb::type_error("Launch: an uninitialized devctx.Launch");
+    const Launch& l = *nb::inst_ptr<Launch>(self);
+    if (stream == Py_None) {
+      l.enqueue();
+    } else {
+      nb::object owner;
+      l.enqueue(stream_argument(stream, l.context, owner, "Launch"));
+    }
+  } catch (...) {
+    return raise_current();
+  }
+  Py_RETURN_NONE;
+}
+
+PyType_Slot launch_slots[] = {{Py_tp_call, reinterpret_cast<void*>(&launch_call)}, {0, nullptr}};
+
 void add_method(nb::handle cls, PyMethodDef& def) {
   nb::object descriptor = nb::steal(PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &def));
   if (!descriptor.is_valid()) throw nb::python_error();
@@ -528,18 +564,11 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
            [](const devctx::DeviceFunction& fn) { return "Function('" + fn.name() + "', " + fn.signature() + ")"; });
 
   nb::class_<Launch>(m, "Launch",
-                     "A launch whose arguments were converted and checked once (Context.bind_function); call it to enqueue it.")
-      .def(
-          "__call__",
-          [](const Launch& l, nb::handle stream) {
-            if (stream.is_none()) return l.enqueue();
-            nb::object owner;
-            l.enqueue(stream_argument(stream, l.context, owner, "Launch"));
-          },
-          nb::kw_only(), nb::arg("stream").none() = nb::none(),
-          "Enqueues the launch (checked again by devctx) on the stream it was bound to, or on stream (a "
-          "devctx.Stream or devctx.Context of the same device, or a CUDA stream of the device made elsewhere, as "
-          "Context.enqueue_function takes) for this call.")
+                     "A launch whose arguments were converted and checked once (Context.bind_function): launch() "
+                     "enqueues it (checked again by devctx) on the stream it was bound to, launch(stream=s) on s (a "
+                     "devctx.Stream or devctx.Context of the same device, or a CUDA stream of the device made "
+                     "elsewhere, as Context.enqueue_function takes) for this call.",
+                     nb::type_slots(launch_slots))
       .def_prop_ro("function", [](const Launch& l) { return l.fn; })
       .def_prop_ro(
           "stream", [](const Launch& l) { return l.stream_owner; },

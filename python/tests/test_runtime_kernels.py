@@ -582,6 +582,17 @@ def test_launch_call_shapes(ctx, saxpy_setup):
     expected = y + np.float32(1) * devctx.to_numpy(d_x)
     expected = expected + np.float32(1) * devctx.to_numpy(d_x)
     np.testing.assert_array_equal(devctx.to_numpy(d_y), expected)
+    launch = ctx.bind_function(fn, 1.0, d_x, d_y, grid_dim=2, block_dim=256)
+    with pytest.raises(TypeError, match="takes no positional arguments"):
+        launch(ctx)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stram'"):
+        launch(stram=None)
+    other = ctx.create_stream()
+    other.enqueue_wait_for(ctx)
+    launch(**{"".join(["str", "eam"]): other})
+    other.synchronize()
+    expected = expected + np.float32(1) * devctx.to_numpy(d_x)
+    np.testing.assert_array_equal(devctx.to_numpy(d_y), expected)
     for verb in (devctx.Context.enqueue_function, devctx.Context.bind_function):
         parameters = inspect.signature(verb).parameters
         assert list(parameters) == ["self", "function", "args", "grid_dim", "block_dim", "shared_bytes", "stream"]
