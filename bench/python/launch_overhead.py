@@ -135,15 +135,15 @@ def main():
     if args.device.startswith("cuda"):
         # Other streams (stream=): a devctx.Stream, a foreign CUDA stream wrapped once
         # (Context.wrap_stream), and the same stream's int handle, wrapped on each call.
-        stream = ctx.create_stream()
-        foreign = stream.cuda_stream
+        side = ctx.create_stream()
+        foreign = side.cuda_stream
         wrapped = ctx.wrap_stream(foreign)
         rows["devctx enqueue_function, stream=devctx.Stream"] = (
-            lambda: ctx.enqueue_function(fn, out, 1.0, grid_dim=1, block_dim=32, stream=stream), stream.synchronize)
+            lambda: ctx.enqueue_function(fn, out, 1.0, grid_dim=1, block_dim=32, stream=side), side.synchronize)
         rows["devctx enqueue_function, stream=ctx.wrap_stream(handle)"] = (
-            lambda: ctx.enqueue_function(fn, out, 1.0, grid_dim=1, block_dim=32, stream=wrapped), stream.synchronize)
+            lambda: ctx.enqueue_function(fn, out, 1.0, grid_dim=1, block_dim=32, stream=wrapped), side.synchronize)
         rows["devctx enqueue_function, stream=handle (int, wrapped per call)"] = (
-            lambda: ctx.enqueue_function(fn, out, 1.0, grid_dim=1, block_dim=32, stream=foreign), stream.synchronize)
+            lambda: ctx.enqueue_function(fn, out, 1.0, grid_dim=1, block_dim=32, stream=foreign), side.synchronize)
         try:
             import cupy
         except ImportError as e:
