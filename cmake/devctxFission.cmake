@@ -92,8 +92,6 @@ function(_devctx_fission_decide)
   get_target_property(cuda devctx::devctx DEVCTX_CUDA)
   if(DEVCTX_FISSION STREQUAL "OFF")
     set(why "DEVCTX_FISSION=OFF")
-  elseif(cuda)
-    set(why "kernel files are compiled by nvcc in this build, and the translator does not run under nvcc yet")
   elseif(NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     set(why "the C++ compiler is ${CMAKE_CXX_COMPILER_ID}; the translated code is written for g++ and clang")
   elseif(tool STREQUAL "")
@@ -113,7 +111,12 @@ function(_devctx_fission_decide)
     endif()
   endif()
   if(enabled)
-    message(STATUS "devctx: fission translator on (${why}): CUDA-style barrier kernels get block-level twins on the CPU backend")
+    set(where "")
+    if(cuda)
+      # nvcc compiles the translated copies: the twins in its host pass only (devctx_fission.py --nvcc).
+      set(where " (kernel files compiled by nvcc: the twins are in nvcc's host pass, the GPU code is the file's own)")
+    endif()
+    message(STATUS "devctx: fission translator on (${why}): CUDA-style barrier kernels get block-level twins on the CPU backend${where}")
   elseif(DEVCTX_FISSION STREQUAL "ON")
     message(FATAL_ERROR "devctx: DEVCTX_FISSION=ON, but the fission translator cannot run: ${why}")
   else()
@@ -144,6 +147,14 @@ function(_devctx_fission_sources target out)
   get_property(tool GLOBAL PROPERTY DEVCTX_FISSION_TOOL)
   set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
   set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
+  # In a CUDA build nvcc compiles the copy: the translator parses it as nvcc's host pass sees it
+  # (__CUDACC__ and nvcc's version macros defined, __CUDA_ARCH__ not), and everything it adds is
+  # under #if !defined(__CUDA_ARCH__), so that the device pass compiles the file's own kernels.
+  get_target_property(cuda devctx::devctx DEVCTX_CUDA)
+  set(nvcc "")
+  if(cuda)
+    set(nvcc --nvcc "${CMAKE_CUDA_COMPILER_VERSION}")
+  endif()
   set(result "")
   foreach(src IN LISTS ARGN)
     get_filename_component(abs "${src}" ABSOLUTE)
@@ -152,15 +163,22 @@ function(_devctx_fission_sources target out)
     set(gen "${CMAKE_CURRENT_BINARY_DIR}/devctx_fission/${target}/${name}")
     add_custom_command(OUTPUT "${gen}"
       COMMAND "${python}" "${tool}" --input "${abs}" --output "${gen}" --summary "${gen}.summary"
-              --depfile "${gen}.d" --resource-dir "${resource}" --
+              --depfile "${gen}.d" --resource-dir "${resource}" ${nvcc} --
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
       DEPENDS "${abs}" "${tool}"
       DEPFILE "${gen}.d"
       COMMENT "devctx fission: translating ${name} for ${target}"
       COMMAND_EXPAND_LISTS VERBATIM)
-    # Quoted includes of the kernel file resolve from its own directory, as before.
-    set_property(SOURCE "${gen}" TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS "-iquote" "${dir}")
+    # Quoted includes of the kernel file resolve from its own directory, as before (nvcc has no
+    # -iquote of its own; given to its host compiler, it reaches the preprocessing of both passes).
+    if(cuda AND NOT dir MATCHES ",")
+      set_property(SOURCE "${gen}" TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS "-Xcompiler=-iquote,${dir}")
+    elseif(cuda)  # -Xcompiler splits at commas
+      set_property(SOURCE "${gen}" TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS "-I${dir}")
+    else()
+      set_property(SOURCE "${gen}" TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_OPTIONS "-iquote" "${dir}")
+    endif()
     list(APPEND result "${gen}")
     set_property(TARGET ${target} APPEND PROPERTY DEVCTX_FISSION_SUMMARIES "${gen}.summary")
   endforeach()

@@ -19,7 +19,8 @@
 # With the fission translator on (cmake/devctxFission.cmake; the configure step says whether it
 # is), each file is compiled from its translated copy under <binary dir>/devctx_fission/<target>/,
 # in which CUDA-style barrier kernels get block-level twins for the CPU backend; the build prints
-# one line per target saying how many were translated.
+# one line per target saying how many were translated. When devctx has CUDA, nvcc compiles the
+# copy: the twins are in its host pass only, and its device pass compiles the file's own kernels.
 #
 # Host-compiled kernel code gets -fstack-clash-protection (GCC and Clang): the CPU backend runs
 # kernels on fiber stacks with a guard region below each, and with the flag a frame larger than

@@ -25,8 +25,10 @@
 #      launch overhead from Python against CuPy's RawKernel (bench/python/launch_overhead.py, after
 #      step 3b) into bench-launch.log
 #   3g. with the fission translator carried (.whl/libclang-*.whl and the clang builtin headers in
-#      .fres/, both kept out of git), a CPU-only build with the translator on: `ctest -L fission`
-#      and the CPU kernel benchmark with twins on and off (DEVCTX_CPU_FISSION) into fission.log
+#      .fres/, both kept out of git), the build above has the translator on (nvcc compiles the
+#      translated kernel files: steps 1 and 2 run the GPU tests on them): `ctest -L fission` of
+#      that build and the CPU kernel benchmark with twins on and off (DEVCTX_CPU_FISSION) into
+#      fission.log
 #   3b. the Python package built with CUDA (pip install ., no build isolation: the GPU
 #      machine has no registry) and its pytest suite with DEVCTX_REQUIRE_GPU=1, PyTorch and CuPy
 #      tests included (python/tests/test_gpu_interop.py)
@@ -142,10 +144,22 @@ OPENSSL_ARGS=$(find_openssl)
 echo "OpenSSL headers: ${OPENSSL_ARGS:-from the system, or missing: then carry .ssl/libssl-dev_*.deb}"
 
 
+# The fission translator, when carried: the libclang wheel installed into OUTDIR/fission-site (no
+# registry here), the clang builtin headers from .fres/. The build translates its kernel files.
+FISSION_ARGS=""
+FISSION_WHEEL=$(ls "$SRC"/.whl/libclang-*.whl 2>/dev/null | head -1)
+if [[ -n $FISSION_WHEEL && -d $SRC/.fres/include ]] &&
+   python3 -m pip install --no-index --no-deps --target "$OUTDIR/fission-site" "$FISSION_WHEEL" >/dev/null; then
+  printf '#!/bin/sh\nPYTHONPATH=%s exec python3 "$@"\n' "$OUTDIR/fission-site" >"$OUTDIR/fission-python"
+  chmod +x "$OUTDIR/fission-python"
+  FISSION_ARGS="-DDEVCTX_FISSION_PYTHON=$OUTDIR/fission-python -DDEVCTX_FISSION_RESOURCE_DIR=$SRC/.fres"
+fi
+echo "fission translator: ${FISSION_ARGS:-not carried (.whl/libclang-*.whl, .fres/): off}"
+
 configure() {
-  # shellcheck disable=SC2086  # OPENSSL_ARGS: zero or two arguments
+  # shellcheck disable=SC2086  # OPENSSL_ARGS, FISSION_ARGS: zero or two arguments
   cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
-    -DDEVCTX_ENABLE_CUDA=ON ${DLPACK_DIR:+-DDEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} $OPENSSL_ARGS "$@"
+    -DDEVCTX_ENABLE_CUDA=ON ${DLPACK_DIR:+-DDEVCTX_DLPACK_INCLUDE_DIR="$DLPACK_DIR"} $OPENSSL_ARGS $FISSION_ARGS "$@"
 }
 
 # The Python package with CUDA, into OUTDIR/python-site, and its tests with DEVCTX_REQUIRE_GPU=1.
@@ -226,7 +240,7 @@ sanitize() {
   env "${vars[@]}" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 86 "$@"
 }
 
-export SRC BUILD ARCH OUTDIR DLPACK_DIR OPENSSL_ARGS
+export SRC BUILD ARCH OUTDIR DLPACK_DIR OPENSSL_ARGS FISSION_ARGS
 # The trace of the demo against the demo's own CUDA events; the NVTX names under nsys if present.
 trace_check() {
   local status=0 n=16777216
@@ -309,24 +323,14 @@ launch_bench() {
   [[ -d $OUTDIR/python-site ]] || { echo "the Python package was not built (python step)"; return 1; }
   PYTHONPATH="$OUTDIR/python-site" python3 "$SRC/bench/python/launch_overhead.py" --device cuda
 }
-# The fission translator on this host's CPU: a CPU-only build with the translator from the carried
-# libclang wheel, its differential tests and the CPU kernel benchmark with twins on and off.
+# The fission translator on this host's CPU: the build's differential tests (twins compiled in
+# nvcc's host pass) and the CPU kernel benchmark with twins on and off.
 fission_check() {
-  local wheel site=$OUTDIR/fission-site dir=$OUTDIR/fission-build status=0
-  wheel=$(ls "$SRC"/.whl/libclang-*.whl 2>/dev/null | head -1)
-  [[ -n $wheel && -d $SRC/.fres/include ]] || { echo "no libclang wheel in .whl/ or headers in .fres/: not carried"; return 77; }
-  python3 -m pip install --no-index --no-deps --target "$site" "$wheel" >/dev/null || return 1
-  printf '#!/bin/sh\nPYTHONPATH=%s exec python3 "$@"\n' "$site" >"$OUTDIR/fission-python"
-  chmod +x "$OUTDIR/fission-python"
-  rm -rf "$dir"
-  # shellcheck disable=SC2086
-  cmake -S "$SRC" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVCTX_ENABLE_CUDA=OFF \
-    -DDEVCTX_BUILD_EXAMPLES=OFF -DDEVCTX_FISSION_PYTHON="$OUTDIR/fission-python" \
-    -DDEVCTX_FISSION_RESOURCE_DIR="$SRC/.fres" $OPENSSL_ARGS >"$OUTDIR/fission-configure.log" || return 1
-  grep -i "fission" "$OUTDIR/fission-configure.log"
-  cmake --build "$dir" -j "$JOBS" || return 1
-  ctest --test-dir "$dir" -L fission --output-on-failure -j 4 || status=1
-  local bench=$dir/bench/cpu/devctx_bench_cpu_kernels
+  local status=0
+  [[ -n $FISSION_ARGS ]] || { echo "no libclang wheel in .whl/ or headers in .fres/: not carried"; return 77; }
+  grep -i "fission" "$OUTDIR/configure.log"
+  ctest --test-dir "$BUILD" -L fission --output-on-failure -j 4 || status=1
+  local bench=$BUILD/bench/cpu/devctx_bench_cpu_kernels
   if [[ -x $bench ]]; then
     for twins in 1 0 1; do
       echo; echo "==> DEVCTX_CPU_FISSION=$twins $bench --reps 9"
@@ -432,7 +436,7 @@ fi
 if skipped python || skipped launch-bench; then skip "launch overhead from Python" "GPU_CHECK_SKIP"
 else step "launch overhead from Python: devctx vs CuPy RawKernel" bench-launch.log launch_bench; fi
 if skipped fission; then skip "fission translator on this host's CPU" "GPU_CHECK_SKIP"
-else step "fission translator: CPU build, ctest -L fission, CPU kernels" fission.log fission_check; fi
+else step "fission translator: ctest -L fission, CPU kernels" fission.log fission_check; fi
 
 # ---- compute-sanitizer over the gpu tests' own command lines ------------------------------------
 # Prints one line per gpu test but the device-fault runs: NAME<US>ENV1 ENV2...<US>COMMAND ARGS...,

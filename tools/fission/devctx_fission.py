@@ -8,7 +8,11 @@ backend offers it the block (docs/cpu-backend.md, "Translated kernels"; docs/int
 "The fission translator").
 
     devctx_fission.py --input k.cpp --output gen/k.cpp [--summary s.txt] [--depfile d.d]
-                      [--resource-dir DIR] -- <compiler flags: -I, -D, -std>
+                      [--resource-dir DIR] [--nvcc VERSION] -- <compiler flags: -I, -D, -std>
+
+With --nvcc (CUDA builds, where nvcc compiles the copy) it parses the file as nvcc's host pass
+sees it; what it adds is under #if !defined(__CUDA_ARCH__), so the device pass compiles the
+file's own kernels exactly.
 
 It reads the file through libclang's stable C API (PyPI's `libclang` wheel). Whatever it cannot
 prove stays on fibers with a reason (the prologue records it for DEVCTX_TRACE); on any failure -
@@ -2053,6 +2057,25 @@ def is_kernel(fn, file):
     return b"DEVCTX_KERNEL" in file.data[lo + 1:name_at]
 
 
+def nvcc_host_pass_flags(version):
+    """What nvcc's host pass defines for a file of version `version` (nvcc --version's X.Y.Z; "" when
+    not known), for a C++ parse: nvcc's own macros, and CUDA's execution-space keywords as nothing
+    (cuda_runtime.h, which defines them and which nvcc includes first, does not parse as C++).
+    __CUDA_ARCH__ stays undefined: the device pass compiles the file's own kernels only, since
+    everything the translator adds is under #if !defined(__CUDA_ARCH__)."""
+    flags = ["-D__CUDACC__", "-D__NVCC__"]
+    parts = (version.split(".") + ["0", "0", "0"])[:3] if version else []
+    if parts and all(p.isdigit() for p in parts):
+        flags += [f"-D__CUDACC_VER_MAJOR__={parts[0]}", f"-D__CUDACC_VER_MINOR__={parts[1]}",
+                  f"-D__CUDACC_VER_BUILD__={parts[2]}", f"-D__CUDA_API_VER_MAJOR__={parts[0]}",
+                  f"-D__CUDA_API_VER_MINOR__={parts[1]}"]
+    for keyword in ("__host__", "__device__", "__global__", "__shared__", "__constant__", "__managed__",
+                    "__grid_constant__", "__launch_bounds__(...)"):
+        flags.append(f"-D{keyword}=")
+    flags.append("-D__forceinline__=__inline__ __attribute__((always_inline))")
+    return flags
+
+
 def translate(path, flags, resource_dir, out_path):
     import clang.cindex as ci
     data = open(path, "rb").read()
@@ -2137,8 +2160,11 @@ def translate(path, flags, resource_dir, out_path):
             # The kernel declared first when its body names it (the twin copies that code).
             names_itself = any(kind(c) == "DECL_REF_EXPR" and c.referenced is not None and
                                c.referenced.get_usr() == fn.get_usr() for c in body.walk_preorder())
+            # Inside the twin's #if: nvcc's device pass sees the file's own declarations only.
             proto = file.text(line_start, body.extent.start.offset).rstrip() + ";\n" if names_itself else ""
-            inserts.append((line_start, proto + twin + f'#line {file.line_of(line_start)} "{file.path}"\n'))
+            if proto:
+                twin = twin.replace("#if !defined(__CUDA_ARCH__)\n", "#if !defined(__CUDA_ARCH__)\n" + proto, 1)
+            inserts.append((line_start, twin + f'#line {file.line_of(line_start)} "{file.path}"\n'))
             inserts.append((brace, kt.prologue() + f'#line {file.line_of(brace)} "{file.path}"\n'))
             results.append(("translated", fn.spelling, ""))
         except Decline as e:
@@ -2164,7 +2190,10 @@ def translate(path, flags, resource_dir, out_path):
     # g++'s -Wsubobject-linkage takes a file named by #line for a header, and warns about every
     # class with a base in an anonymous namespace (a test fixture, say) as if it were in one;
     # the generated file is the translation unit's main file, so the warning does not apply.
-    header = ("#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC diagnostic ignored \"-Wsubobject-linkage\"\n"
+    # Host compilers only: nvcc's device pass (__CUDA_ARCH__) sees nothing but the file itself and
+    # #line directives.
+    header = ("#if !defined(__CUDA_ARCH__) && defined(__GNUC__) && !defined(__clang__)\n"
+              "#pragma GCC diagnostic ignored \"-Wsubobject-linkage\"\n"
               f'#endif\n#line 1 "{file.path}"\n').encode("utf-8")
     generated = header + bytes(out)
     # The translation must parse again, else the file is compiled as it was.
@@ -2227,9 +2256,12 @@ def main():
     p.add_argument("--summary")
     p.add_argument("--depfile")
     p.add_argument("--resource-dir", default="")
+    p.add_argument("--nvcc", metavar="VERSION", help="parse the file as nvcc's host pass sees it (CUDA builds)")
     p.add_argument("flags", nargs=argparse.REMAINDER)
     a = p.parse_args()
     flags = [f for f in a.flags if f != "--" and f not in ("-I", "-D")]
+    if a.nvcc is not None:
+        flags = nvcc_host_pass_flags(a.nvcc) + flags
     data = None
     deps = []
     try:
