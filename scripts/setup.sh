@@ -32,3 +32,13 @@ if ! "$fission_venv/bin/python3" -c "import clang.cindex" >/dev/null 2>&1; then
     echo "setup: could not install libclang for the fission translator: CUDA-style barrier kernels will run on fibers" >&2
   fi
 fi
+
+# The formatter (scripts/format.sh, which CI runs with --check): PyPI's clang-format, pinned in
+# scripts/format-requirements.txt, in a venv of its own. Failing here fails the layout check only.
+format_venv="${DEVCTX_FORMAT_VENV:-$HOME/.cache/devctx/format-venv}"
+if ! [ -x "$format_venv/bin/clang-format" ]; then
+  echo "setup: making $format_venv for scripts/format.sh (clang-format from PyPI)"
+  if ! { python3 -m venv "$format_venv" && "$format_venv/bin/pip" install -q -r "$here/format-requirements.txt"; } >/dev/null 2>&1; then
+    echo "setup: could not install clang-format: scripts/format.sh cannot check the layout" >&2
+  fi
+fi

@@ -112,6 +112,8 @@ inline constexpr std::array kSettings = {
     Setting{"DEVCTX_PYTHON", SettingType::text, SettingReader::scripts, "/usr/bin/python3", "a Python 3 interpreter", "the Python scripts/python-test.sh makes its virtual environment with"},
     Setting{"DEVCTX_FISSION_VENV", SettingType::text, SettingReader::scripts, "~/.cache/devctx/fission-venv", "a directory", "where scripts/setup.sh installs the fission translator's Python packages"},
     Setting{"DEVCTX_FISSION_WHEEL", SettingType::text, SettingReader::scripts, "unset: from PyPI", "a .whl file", "scripts/setup.sh installs the translator's parser from this file"},
+    Setting{"DEVCTX_FORMAT_VENV", SettingType::text, SettingReader::scripts, "~/.cache/devctx/format-venv", "a directory", "where scripts/setup.sh installs clang-format for scripts/format.sh"},
+    Setting{"DEVCTX_CLANG_FORMAT", SettingType::text, SettingReader::scripts, "the format venv's clang-format", "a clang-format 19.1.7 binary", "the formatter scripts/format.sh runs"},
     Setting{"DEVCTX_CUDA_ARCH", SettingType::text, SettingReader::scripts, "90", "a CUDA architecture number", "the GPU architecture the GPU check script (gpu-check.sh) builds for"},
     Setting{"DEVCTX_DLPACK_INCLUDE_DIR", SettingType::text, SettingReader::scripts, "found by itself", "a directory holding dlpack/dlpack.h", "the DLPack header the GPU check script builds the interop tests with"},
     // clang-format on
