@@ -57,8 +57,10 @@ class AtomicFamily : public BackendTest {
     // float: every running sum below 2^24; 32-bit integers: below 2^31.
     const long long hi = std::is_same_v<T, float> ? 1000 : sizeof(T) == 4 ? 30000 : 1000000;
     std::vector<T> values;
-    if constexpr (std::is_floating_point_v<T>) values = devctx_test::random_small_ints<T>(rng, kThreads, 0, int(hi));
-    else values = devctx_test::random_vector<T>(rng, kThreads, T(0), T(hi));
+    if constexpr (std::is_floating_point_v<T>)
+      values = devctx_test::random_small_ints<T>(rng, kThreads, 0, int(hi));
+    else
+      values = devctx_test::random_vector<T>(rng, kThreads, T(0), T(hi));
     std::vector<T> init(kCells);
     init[kAdd] = T(5);
     init[kSub] = T(kThreads * hi);
@@ -153,10 +155,10 @@ DEVCTX_KERNEL void histogram_literals(devctx::span<const unsigned> keys, devctx:
   const std::size_t i = devctx::global_idx().x;
   if (i >= keys.size()) return;
   const unsigned b = keys[i] % kBins;
-  devctx::atomic_add(&bins32[b], 1);     // int -> unsigned
-  devctx::atomic_add(&bins64[b], 2);     // int -> uint64
-  devctx::atomic_add(&binsf[b], 1);      // int -> float
-  devctx::atomic_add(&binsd[b], 0.5f);   // float -> double
+  devctx::atomic_add(&bins32[b], 1);          // int -> unsigned
+  devctx::atomic_add(&bins64[b], 2);          // int -> uint64
+  devctx::atomic_add(&binsf[b], 1);           // int -> float
+  devctx::atomic_add(&binsd[b], 0.5f);        // float -> double
   devctx::atomic_sub(&bins32[kBins + b], 1);  // the second half counts down from 1000
 }
 
@@ -239,8 +241,8 @@ DEVCTX_KERNEL void shared_atomics(devctx::span<const int> values, devctx::span<u
   devctx::atomic_xor(&cells[sXor], v);
   devctx::atomic_inc(&cells[sInc], 50);
   devctx::atomic_dec(&cells[sDec], 50);
-  devctx::atomic_add(&fcells[0], 1);      // int -> float
-  devctx::atomic_max(&fcells[1], v);      // int -> float
+  devctx::atomic_add(&fcells[0], 1);          // int -> float
+  devctx::atomic_max(&fcells[1], v);          // int -> float
   devctx::atomic_min(&fcells[2], double(v));  // double -> float
   devctx::barrier();
   if (t < sCells) out[devctx::block_idx().x * sCells + t] = cells[t];
@@ -260,8 +262,8 @@ TEST_P(AtomicConversions, EveryAtomicOnSharedMemory) {
   std::vector<float> expectf(blocks * 3);
   for (unsigned b = 0; b < blocks; ++b) {
     unsigned* c = &expect[b * sCells];
-    c[sAdd] = 5, c[sSub] = 1000000, c[sMax] = 0, c[sMin] = 0xFFFFFFFFu, c[sExchange] = 9,
-    c[sCas] = 17 + kSharedBlock, c[sAnd] = 0xFFFFFFFFu, c[sOr] = 0, c[sXor] = 0;
+    c[sAdd] = 5, c[sSub] = 1000000, c[sMax] = 0, c[sMin] = 0xFFFFFFFFu, c[sExchange] = 9, c[sCas] = 17 + kSharedBlock,
+    c[sAnd] = 0xFFFFFFFFu, c[sOr] = 0, c[sXor] = 0;
     c[sInc] = unsigned((7 + kSharedBlock) % 51);
     c[sDec] = unsigned((3 + 51 - kSharedBlock % 51) % 51);
     float* f = &expectf[b * 3];

@@ -187,7 +187,8 @@ void check_memset(DeviceContext& ctx, T value, T background, bool host_slice = f
   ctx.synchronize();
   for (std::size_t i = 0; i < n; ++i) {
     const T& expect = (i >= off && i < off + count) ? value : background;
-    ASSERT_TRUE(devctx_test::same_bits(dv[i], expect)) << "DeviceBuffer element " << i << " of " << sizeof(T) << "-byte type";
+    ASSERT_TRUE(devctx_test::same_bits(dv[i], expect))
+        << "DeviceBuffer element " << i << " of " << sizeof(T) << "-byte type";
     ASSERT_TRUE(devctx_test::same_bits(h[i], expect)) << "HostBuffer element " << i << " of " << sizeof(T) << "-byte type";
   }
 }

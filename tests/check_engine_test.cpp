@@ -21,6 +21,8 @@
 
 namespace {
 
+using devctx::detail::HostGuard;
+using devctx::detail::QueueWatch;
 using devctx::detail::cpu::check::AccessLog;
 using devctx::detail::cpu::check::AddressMap;
 using devctx::detail::cpu::check::BarrierCheck;
@@ -34,8 +36,6 @@ using devctx::detail::cpu::check::RegionKind;
 using devctx::detail::cpu::check::Report;
 using devctx::detail::cpu::check::ShadowRegistry;
 using devctx::detail::cpu::check::SpanArgument;
-using devctx::detail::HostGuard;
-using devctx::detail::QueueWatch;
 using testing::HasSubstr;
 
 // ---- InitShadow and ShadowRegistry ---------------------------------------------------------------
@@ -523,7 +523,7 @@ TEST_F(CheckerFixture, NamesTheThreadsAndTheSharedElementOfAWriteWriteRace) {
 TEST_F(CheckerFixture, NamesTheBarrierOfTheIntervalOfARace) {
   for (std::uint32_t t = 0; t < 16; ++t) checker.barrier_arrive(t, {"k.cpp", 7, 3});
   checker.barrier_complete();
-  (void)checker.span_element(4, out, 0, 16, 4, false);                          // reads
+  (void)checker.span_element(4, out, 0, 16, 4, false);                         // reads
   *static_cast<float*>(checker.span_element(5, out, 0, 16, 4, false)) = 1.0f;  // writes
   try {
     checker.block_end();

@@ -254,8 +254,7 @@ DEVCTX_KERNEL void pair_store(devctx::span<int> out, unsigned shift) {
 
 /// Block-level: each thread copies its element through a shared array; `past` = 1 has the last
 /// thread store one past the array's end.
-DEVCTX_KERNEL void copy_through_shared(devctx::Block blk, devctx::span<const int> in, devctx::span<int> out,
-                                       unsigned past) {
+DEVCTX_KERNEL void copy_through_shared(devctx::Block blk, devctx::span<const int> in, devctx::span<int> out, unsigned past) {
   DEVCTX_SHARED(int, s, 64);
   int* p = s;  // a pointer: see reverse_blocks
   blk.for_each_thread([&](devctx::Thread t) { p[t.x + (t.x == 63 ? past : 0)] = in[blk.global_idx(t).x]; });
@@ -410,8 +409,8 @@ DEVCTX_KERNEL void array_forms(devctx::span<float> out) {
   if (t == 0) {
     float sum = 0.0f;
     for (float v : a) sum += v;  // range-for
-    float* p = a;                 // decay to a pointer
-    const float* q = a + 3;       // pointer arithmetic
+    float* p = a;                // decay to a pointer
+    const float* q = a + 3;      // pointer arithmetic
     out[0] = sum;
     out[1] = *(&a[2]);  // address of an element
     out[2] = p[4] + *q;
@@ -439,7 +438,8 @@ std::string report_of(DeviceContext& ctx) {
 std::string on_this_cpu(std::string text) {
 #if !defined(__x86_64__)
   for (const std::string rw : {": a read ", ": a write "})
-    for (auto at = text.find(rw); at != std::string::npos; at = text.find(rw)) text.replace(at, rw.size(), ": an access ");
+    for (auto at = text.find(rw); at != std::string::npos; at = text.find(rw))
+      text.replace(at, rw.size(), ": an access ");
 #endif
   return text;
 }
@@ -611,9 +611,10 @@ TEST_F(Checking, AReadPastABufferThroughAConstPointerIsReported) {
   auto out = devctx_test::poisoned_buffer<float>(ctx, n);
   ctx.enqueue_function<shift_through_pointers>({.grid_dim = 4, .block_dim = 256}, out, in, n, 1u);
   EXPECT_THAT(report_of(ctx),
-              HasSubstr(on_this_cpu("kernel 'shift_through_pointers' failed in block (3, 0, 0), thread (231, 0, 0): out-of-bounds "
-                        "access: a read at index 1000 of argument 2 (const float*), which points to the start of a "
-                        "device buffer of 1000 elements (4000 bytes): past its end (found at the guard page after it)")));
+              HasSubstr(on_this_cpu(
+                  "kernel 'shift_through_pointers' failed in block (3, 0, 0), thread (231, 0, 0): out-of-bounds "
+                  "access: a read at index 1000 of argument 2 (const float*), which points to the start of a "
+                  "device buffer of 1000 elements (4000 bytes): past its end (found at the guard page after it)")));
   // The context stays usable, and the clean twin, which reads the last element, is not reported.
   ctx.enqueue_function<shift_through_pointers>({.grid_dim = 4, .block_dim = 256}, out, in, n, 0u);
   EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
@@ -627,8 +628,8 @@ TEST_F(Checking, AWritePastABufferThroughAPointerIsReported) {
   ctx.enqueue_function<store_shifted>(devctx_test::cover(n, 128), out, in, n, 1u);
   EXPECT_THAT(report_of(ctx),
               HasSubstr(on_this_cpu("kernel 'store_shifted' failed in block (6, 0, 0), thread (8, 0, 0): out-of-bounds access: a "
-                        "write at index 777 of argument 1 (float*), which points to the start of a device buffer of "
-                        "777 elements (3108 bytes): past its end (found at the guard page after it)")));
+                                    "write at index 777 of argument 1 (float*), which points to the start of a device buffer of "
+                                    "777 elements (3108 bytes): past its end (found at the guard page after it)")));
   ctx.enqueue_function<store_shifted>(devctx_test::cover(n, 128), out, in, n, 0u);
   EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
 }
@@ -641,8 +642,8 @@ TEST_F(Checking, AReadOfTheFirstBytePastABufferIsReported) {
   ctx.enqueue_function<shift_bytes>(devctx_test::cover(n, 256), out, in, n, 1u);
   EXPECT_THAT(report_of(ctx),
               HasSubstr(on_this_cpu("kernel 'shift_bytes' failed in block (16, 0, 0), thread (0, 0, 0): out-of-bounds access: a "
-                        "read at index 4097 of argument 2 (const unsigned char*), which points to the start of a "
-                        "device buffer of 4097 elements (4097 bytes): past its end")));
+                                    "read at index 4097 of argument 2 (const unsigned char*), which points to the start of a "
+                                    "device buffer of 4097 elements (4097 bytes): past its end")));
   ctx.enqueue_function<shift_bytes>(devctx_test::cover(n, 256), out, in, n, 0u);
   const auto got = download(ctx, out);
   for (unsigned i = 0; i < n; ++i) ASSERT_EQ(got[i], std::uint8_t(values[i] + 1)) << i;
@@ -656,8 +657,8 @@ TEST_F(Checking, AWriteBeforeABufferIsReported) {
   ctx.enqueue_function<store_back>(devctx_test::cover(n, 256), out, in, n, 1u);
   EXPECT_THAT(report_of(ctx),
               HasSubstr(on_this_cpu("kernel 'store_back' failed in block (0, 0, 0), thread (0, 0, 0): out-of-bounds access: a "
-                        "write at index -1 of argument 1 (int*), which points to the start of a device buffer of 1024 "
-                        "elements (4096 bytes): before its start (found at the guard page before it)")));
+                                    "write at index -1 of argument 1 (int*), which points to the start of a device buffer of 1024 "
+                                    "elements (4096 bytes): before its start (found at the guard page before it)")));
   ctx.enqueue_function<store_back>(devctx_test::cover(n, 256), out, in, n, 0u);
   EXPECT_TRUE(devctx_test::all_equal(values, download(ctx, out)));
 }
@@ -671,15 +672,18 @@ TEST_F(Checking, APointerIntoASliceIsBoundedByItsBuffer) {
   EXPECT_NO_THROW(ctx.synchronize());  // 50 elements past the slice, unreported: still inside the buffer
   auto got = download(ctx, data);
   for (unsigned i = 0; i < n; ++i) {
-    if (i >= offset && i < offset + count + 50) ASSERT_EQ(got[i], 1.0f + float(i - offset)) << i;
-    else ASSERT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>())) << i;
+    if (i >= offset && i < offset + count + 50)
+      ASSERT_EQ(got[i], 1.0f + float(i - offset)) << i;
+    else
+      ASSERT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>())) << i;
   }
   ctx.enqueue_function<fill_part>(devctx_test::cover(n, 128), data.slice(offset, count), n, 2.0f);
   EXPECT_THAT(report_of(ctx),
-              HasSubstr(on_this_cpu("kernel 'fill_part' failed in block (7, 0, 0), thread (4, 0, 0): out-of-bounds access: a "
-                        "write at index 900 of argument 1 (float*), which points to element 100 of a device buffer of "
-                        "1000 elements (4000 bytes) (the argument passed 200 elements from there): past its end "
-                        "(found at the guard page after it)")));
+              HasSubstr(on_this_cpu(
+                  "kernel 'fill_part' failed in block (7, 0, 0), thread (4, 0, 0): out-of-bounds access: a "
+                  "write at index 900 of argument 1 (float*), which points to element 100 of a device buffer of "
+                  "1000 elements (4000 bytes) (the argument passed 200 elements from there): past its end "
+                  "(found at the guard page after it)")));
   // The elements before the fault were written (the launch stops at its first report); the buffer
   // and the context stay usable.
   got = download(ctx, data);
@@ -696,10 +700,11 @@ TEST_F(Checking, EveryArgumentPointingIntoTheBufferIsNamed) {
   auto out = devctx_test::poisoned_buffer<float>(ctx, n);
   ctx.enqueue_function<add_shifted>(devctx_test::cover(n, 128), out, in, in, n, 1u);
   EXPECT_THAT(report_of(ctx),
-              HasSubstr(on_this_cpu("kernel 'add_shifted' failed in block (3, 0, 0), thread (127, 0, 0): out-of-bounds access: a "
-                        "read at index 512 of argument 2 (const float*), which points to the start of a device buffer "
-                        "of 512 elements (2048 bytes): past its end (found at the guard page after it); argument 3 "
-                        "(const float*) points into the same buffer")));
+              HasSubstr(on_this_cpu(
+                  "kernel 'add_shifted' failed in block (3, 0, 0), thread (127, 0, 0): out-of-bounds access: a "
+                  "read at index 512 of argument 2 (const float*), which points to the start of a device buffer "
+                  "of 512 elements (2048 bytes): past its end (found at the guard page after it); argument 3 "
+                  "(const float*) points into the same buffer")));
   ctx.enqueue_function<add_shifted>(devctx_test::cover(n, 128), out, in, in, n, 0u);
   const auto got = download(ctx, out);
   for (unsigned i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * values[i]) << i;
@@ -713,7 +718,7 @@ TEST_F(Checking, APointerNoArgumentNamesIsReportedByItsBuffer) {
   ctx.enqueue_function<gather>(devctx_test::cover(n, 64), out, Lookup{in.data(), n}, 1u);
   const std::string m = report_of(ctx);
   EXPECT_THAT(m, HasSubstr(on_this_cpu("kernel 'gather' failed in block (4, 0, 0), thread (43, 0, 0): out-of-bounds access: a "
-                           "read at byte 1200 of a device buffer of 1200 bytes at 0x")));
+                                       "read at byte 1200 of a device buffer of 1200 bytes at 0x")));
   EXPECT_THAT(m, HasSubstr("past its end (found at the guard page after it); no argument of the kernel points into "
                            "this buffer"));
   ctx.enqueue_function<gather>(devctx_test::cover(n, 64), out, Lookup{in.data(), n}, 0u);
@@ -819,8 +824,7 @@ TEST_F(Checking, ThreadsAtDifferentBarrierCallsAreDivergence) {
   const std::string m = report_of(ctx);
   EXPECT_THAT(m, HasSubstr("barrier divergence: thread (0, 0, 0) waits at the barrier() at checking_test.cpp:" +
                            std::to_string(kSplitLine) + ":"));
-  EXPECT_THAT(m, HasSubstr("and thread (32, 0, 0) at the one at checking_test.cpp:" + std::to_string(kSplitLine + 2) +
-                           ":"));
+  EXPECT_THAT(m, HasSubstr("and thread (32, 0, 0) at the one at checking_test.cpp:" + std::to_string(kSplitLine + 2) + ":"));
   for (unsigned split : {0u, 64u}) {
     ctx.enqueue_function<split_barriers>({.grid_dim = 1, .block_dim = 64}, out, split);
     const auto got = download(ctx, out);
@@ -1143,8 +1147,8 @@ TEST_F(Checking, MoreWorkOnAPendingBufferIsNotTouchingIt) {
   auto h = ctx.enqueue_create_host_buffer<int>(32);
   ctx.synchronize();
   ctx.enqueue_copy(h, d);
-  ctx.enqueue_copy(d2, h);      // the pending buffer as a source: stream-ordered, fine
-  ctx.enqueue_memset(h, 4);     // and as a destination
+  ctx.enqueue_copy(d2, h);   // the pending buffer as a source: stream-ordered, fine
+  ctx.enqueue_memset(h, 4);  // and as a destination
   ctx.synchronize();
   EXPECT_TRUE(devctx_test::all_equal(std::vector<int>(32, 3), download(ctx, d2)));
   for (int v : h) ASSERT_EQ(v, 4);
@@ -1190,8 +1194,8 @@ TEST_F(Checking, AWriteJustBeforeABufferThatIsNoWholePageIsNotCaught) {
   ctx.enqueue_function<store_back>(devctx_test::cover(n, 256), out, in, n, 25u);
   EXPECT_THAT(report_of(ctx),
               HasSubstr(on_this_cpu("kernel 'store_back' failed in block (0, 0, 0), thread (0, 0, 0): out-of-bounds access: a "
-                        "write at index -25 of argument 1 (int*), which points to the start of a device buffer of 1000 "
-                        "elements (4000 bytes): before its start (found at the guard page before it)")));
+                                    "write at index -25 of argument 1 (int*), which points to the start of a device buffer of 1000 "
+                                    "elements (4000 bytes): before its start (found at the guard page before it)")));
 }
 
 // A checked buffer starts where its size ends it: aligned to the largest power of two dividing
@@ -1199,8 +1203,8 @@ TEST_F(Checking, AWriteJustBeforeABufferThatIsNoWholePageIsNotCaught) {
 // misaligned may then pass in checking mode, or the other way round.
 TEST_F(Checking, ACheckedBufferStartsAlignedToItsSize) {
   auto odd = ctx.enqueue_create_buffer<std::uint8_t>(30);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(odd.data()) % 4, 2u);  // 30 = 2 * 15
-  EXPECT_EQ(odd.slice(2, 8).view_as<std::uint32_t>().size(), 2u);   // refused as misaligned unchecked
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(odd.data()) % 4, 2u);                    // 30 = 2 * 15
+  EXPECT_EQ(odd.slice(2, 8).view_as<std::uint32_t>().size(), 2u);                     // refused as misaligned unchecked
   const auto e = error_of([&] { (void)odd.slice(16, 8).view_as<std::uint64_t>(); });  // passes unchecked
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), Errc::size_mismatch);

@@ -97,10 +97,10 @@ DEVCTX_KERNEL void block_collectives(devctx::span<const T> in, devctx::span<Bloc
 
 /// The softmax of docs/guide.md, verbatim: one block per row, one element per thread.
 DEVCTX_KERNEL void softmax_row(devctx::span<const float> x, devctx::span<float> y) {
-  const unsigned t = devctx::thread_idx().x;             // one block per row, one element per thread
+  const unsigned t = devctx::thread_idx().x;  // one block per row, one element per thread
   const std::size_t i = std::size_t(devctx::block_idx().x) * devctx::block_dim().x + t;
   const float v = x[i];
-  const float m = devctx::block_max(v);                  // every thread gets the row's maximum
+  const float m = devctx::block_max(v);  // every thread gets the row's maximum
   const float e = std::exp(v - m);
   y[i] = e / devctx::block_sum(e);
 }
@@ -110,20 +110,30 @@ namespace {
 // ---- host references: the documented combining orders ----------------------------------------------
 
 template <class T>
-T op_sum(T a, T b) { return devctx::detail::SumOp{}(a, b); }  // signed integers wrap, as on the GPU
+T op_sum(T a, T b) {
+  return devctx::detail::SumOp{}(a, b);
+}  // signed integers wrap, as on the GPU
 template <class T>
-T op_max(T a, T b) { return a < b ? b : a; }
+T op_max(T a, T b) {
+  return a < b ? b : a;
+}
 template <class T>
-T op_min(T a, T b) { return b < a ? b : a; }
+T op_min(T a, T b) {
+  return b < a ? b : a;
+}
 template <class T>
 T id_max() {
-  if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::lowest();
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
 }
 template <class T>
 T id_min() {
-  if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::max();
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
 }
 
 /// Lane 0's xor butterfly over `width` values, missing lanes holding `identity`.
@@ -161,15 +171,17 @@ struct Shape {
 
 /// Every block shape class: full warps, partial last warps, 1 thread, 1024 threads, 2-D, 3-D.
 const Shape kShapes[] = {
-    {{3}, {64}},        {{2}, {256}},      {{4}, {33}},       {{3}, {100}},     {{2}, {1000}},
-    {{5}, {1}},         {{2}, {1024}},     {{2, 2}, {8, 4, 2}}, {{3}, {7, 5, 3}}, {{2}, {10, 10}},
-    {{1, 3}, {16, 6}},  {{2}, {31}},       {{2}, {32, 32}},
+    {{3}, {64}},       {{2}, {256}},  {{4}, {33}},         {{3}, {100}},     {{2}, {1000}},
+    {{5}, {1}},        {{2}, {1024}}, {{2, 2}, {8, 4, 2}}, {{3}, {7, 5, 3}}, {{2}, {10, 10}},
+    {{1, 3}, {16, 6}}, {{2}, {31}},   {{2}, {32, 32}},
 };
 
 template <class T>
 std::vector<T> random_inputs(std::mt19937_64& rng, std::size_t n) {
-  if constexpr (std::is_floating_point_v<T>) return devctx_test::random_vector<T>(rng, n, T(-1000), T(1000));
-  else return devctx_test::random_vector<T>(rng, n, T(-1000000), T(1000000));
+  if constexpr (std::is_floating_point_v<T>)
+    return devctx_test::random_vector<T>(rng, n, T(-1000), T(1000));
+  else
+    return devctx_test::random_vector<T>(rng, n, T(-1000000), T(1000000));
 }
 
 }  // namespace
@@ -243,7 +255,8 @@ class Collectives : public BackendTest {
         // Reductions: per warp, then warp 0 over the warp results.
         auto block_reduce = [&](const T* x, T identity, auto op) {
           T partial[32];
-          for (unsigned w = 0; w < warps; ++w) partial[w] = tree(x + w * 32, std::min(32u, threads - w * 32), identity, op);
+          for (unsigned w = 0; w < warps; ++w)
+            partial[w] = tree(x + w * 32, std::min(32u, threads - w * 32), identity, op);
           return tree(partial, warps, identity, op);
         };
         const T sum = block_reduce(v, T{}, op_sum<T>);

@@ -48,18 +48,24 @@ struct Side {
 
   Side(DeviceContext& ctx, Kind k, std::size_t count) : kind(k), n(count) {
     const std::size_t total = full();
-    if (k == Kind::device_buffer || k == Kind::device_slice) dev = ctx.enqueue_create_buffer<T>(total);
-    else if (k == Kind::host_buffer || k == Kind::host_slice) host = ctx.enqueue_create_host_buffer<T>(total);
-    else vec.resize(total);
+    if (k == Kind::device_buffer || k == Kind::device_slice)
+      dev = ctx.enqueue_create_buffer<T>(total);
+    else if (k == Kind::host_buffer || k == Kind::host_slice)
+      host = ctx.enqueue_create_host_buffer<T>(total);
+    else
+      vec.resize(total);
     ctx.synchronize();
   }
   [[nodiscard]] bool sliced() const { return kind == Kind::device_slice || kind == Kind::host_slice; }
   [[nodiscard]] std::size_t full() const { return sliced() ? n + 2 * kPad : n; }
 
   void set(DeviceContext& ctx, const std::vector<T>& contents) {
-    if (dev) ctx.enqueue_copy(dev, std::span<const T>(contents));
-    else if (host) std::copy(contents.begin(), contents.end(), host.begin());
-    else vec = contents;
+    if (dev)
+      ctx.enqueue_copy(dev, std::span<const T>(contents));
+    else if (host)
+      std::copy(contents.begin(), contents.end(), host.begin());
+    else
+      vec = contents;
     ctx.synchronize();
   }
   std::vector<T> get(DeviceContext& ctx) {
@@ -125,9 +131,7 @@ TEST_P(Copy, SizeMismatchThrowsAndEnqueuesNothing) {
         src.set(ctx(), devctx_test::random_vector<std::uint32_t>(rng, src.full(), 0, 0xFFFFFFFFu));
         dst.set(ctx(), dst_before);
         std::optional<devctx::Error> e;
-        dst.visit([&](auto&& d) {
-          src.visit([&](auto&& s) { e = error_of([&] { ctx().enqueue_copy(d, s); }); });
-        });
+        dst.visit([&](auto&& d) { src.visit([&](auto&& s) { e = error_of([&] { ctx().enqueue_copy(d, s); }); }); });
         ASSERT_TRUE(e);
         EXPECT_EQ(e->code(), Errc::size_mismatch) << e->what();
         EXPECT_THAT(e->what(), HasSubstr("enqueue_copy"));
@@ -153,12 +157,12 @@ TEST_P(Copy, ConstSourcesArraysAndStreams) {
   ASSERT_TRUE(devctx_test::all_equal(values, std::vector<std::uint32_t>(h.begin(), h.end())));
   const auto& ch = h;
   auto d3 = s.enqueue_create_buffer<std::uint32_t>(n);
-  s.enqueue_copy(d3, ch);                 // const HostBuffer
+  s.enqueue_copy(d3, ch);                           // const HostBuffer
   s.enqueue_copy(d3.slice(0, 3), ch.slice(10, 3));  // const HostSlice
   const devctx::DeviceSlice<const std::uint32_t> cs = d.slice(1, 2);
-  s.enqueue_copy(d3.slice(3, 2), cs);     // DeviceSlice<const T>
+  s.enqueue_copy(d3.slice(3, 2), cs);  // DeviceSlice<const T>
   std::array<std::uint32_t, 4> arr{};
-  s.enqueue_copy(arr, d3.slice(0, 4));    // std::array destination
+  s.enqueue_copy(arr, d3.slice(0, 4));  // std::array destination
   EXPECT_EQ(arr[0], values[10]);
   EXPECT_EQ(arr[2], values[12]);
   EXPECT_EQ(arr[3], values[1]);

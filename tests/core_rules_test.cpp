@@ -104,9 +104,8 @@ TEST(EnvironmentSizes, AnythingElseNamesTheVariableAndTheRange) {
     EXPECT_THAT(e->what(), HasSubstr(std::string(kVar) + "=" + text + " is outside 1 .. 64 (things)"));
   }
   const ScopedEnv env(kVar, "1000");
-  const auto e = error_of([] {
-    (void)detail::env_size(kVar, 65536, 16 * 1024, 64 * 1024 * 1024, detail::SizeUnit::bytes, "a stack");
-  });
+  const auto e = error_of(
+      [] { (void)detail::env_size(kVar, 65536, 16 * 1024, 64 * 1024 * 1024, detail::SizeUnit::bytes, "a stack"); });
   ASSERT_TRUE(e);
   EXPECT_THAT(e->what(), HasSubstr(std::string(kVar) +
                                    "=1000 is outside 16.0 KiB (16384 bytes) .. 64.0 MiB (67108864 bytes) (a stack)"));

@@ -18,8 +18,8 @@ using devctx_test::BackendTest;
 using devctx_test::cover;
 using devctx_test::download;
 using devctx_test::error_of;
-using testing::HasSubstr;
 using devctx_test::ScopedEnv;
+using testing::HasSubstr;
 
 namespace {
 

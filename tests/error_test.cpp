@@ -100,21 +100,35 @@ TEST_P(LaunchErrors, BadDimensionsThrowNameTheKernelValueAndLimitAndEnqueueNothi
       {"zero grid x", {.grid_dim = {0, 1, 1}, .block_dim = 32}, {"grid_dim", "(0, 1, 1)", "zero", "at least 1"}},
       {"zero grid z", {.grid_dim = {4, 1, 0}, .block_dim = 32}, {"grid_dim", "(4, 1, 0)", "zero"}},
       {"zero block y", {.grid_dim = 1, .block_dim = {32, 0, 1}}, {"block_dim", "(32, 0, 1)", "zero"}},
-      {"block x over the limit", {.grid_dim = 1, .block_dim = {mb.x + 1, 1, 1}}, {"block_dim", dims({mb.x + 1, 1, 1}), dims(mb)}},
-      {"block y over the limit", {.grid_dim = 1, .block_dim = {1, mb.y + 1, 1}}, {"block_dim", dims({1, mb.y + 1, 1}), dims(mb)}},
-      {"block z over the limit", {.grid_dim = 1, .block_dim = {1, 1, mb.z + 1}}, {"block_dim", dims({1, 1, mb.z + 1}), dims(mb)}},
-      {"too many threads", {.grid_dim = 1, .block_dim = {32, 32, 2}},
+      {"block x over the limit",
+       {.grid_dim = 1, .block_dim = {mb.x + 1, 1, 1}},
+       {"block_dim", dims({mb.x + 1, 1, 1}), dims(mb)}},
+      {"block y over the limit",
+       {.grid_dim = 1, .block_dim = {1, mb.y + 1, 1}},
+       {"block_dim", dims({1, mb.y + 1, 1}), dims(mb)}},
+      {"block z over the limit",
+       {.grid_dim = 1, .block_dim = {1, 1, mb.z + 1}},
+       {"block_dim", dims({1, 1, mb.z + 1}), dims(mb)}},
+      {"too many threads",
+       {.grid_dim = 1, .block_dim = {32, 32, 2}},
        {"block_dim", "(32, 32, 2)", "2048", std::to_string(info.max_threads_per_block)}},
-      {"too many threads (1025 in x*y)", {.grid_dim = 1, .block_dim = {25, 41, 1}},
+      {"too many threads (1025 in x*y)",
+       {.grid_dim = 1, .block_dim = {25, 41, 1}},
        {"1025", std::to_string(info.max_threads_per_block)}},
-      {"grid y over the limit", {.grid_dim = {1, mg.y + 1, 1}, .block_dim = 32}, {"grid_dim", dims({1, mg.y + 1, 1}), dims(mg)}},
-      {"grid z over the limit", {.grid_dim = {1, 1, mg.z + 1}, .block_dim = 32}, {"grid_dim", dims({1, 1, mg.z + 1}), dims(mg)}},
+      {"grid y over the limit",
+       {.grid_dim = {1, mg.y + 1, 1}, .block_dim = 32},
+       {"grid_dim", dims({1, mg.y + 1, 1}), dims(mg)}},
+      {"grid z over the limit",
+       {.grid_dim = {1, 1, mg.z + 1}, .block_dim = 32},
+       {"grid_dim", dims({1, 1, mg.z + 1}), dims(mg)}},
       {"shared_bytes over the limit",
        {.grid_dim = 1, .block_dim = 32, .shared_bytes = info.max_shared_bytes_per_block + 1},
-       {"shared_bytes", std::to_string(info.max_shared_bytes_per_block + 1), std::to_string(info.max_shared_bytes_per_block)}},
+       {"shared_bytes", std::to_string(info.max_shared_bytes_per_block + 1),
+        std::to_string(info.max_shared_bytes_per_block)}},
   };
   if (mg.x < UINT_MAX)
-    cases.push_back({"grid x over the limit", {.grid_dim = {mg.x + 1, 1, 1}, .block_dim = 32},
+    cases.push_back({"grid x over the limit",
+                     {.grid_dim = {mg.x + 1, 1, 1}, .block_dim = 32},
                      {"grid_dim", dims({mg.x + 1, 1, 1}), dims(mg)}});
   auto out = poisoned_buffer<unsigned>(ctx(), 64);
   const std::string device = std::string(devctx::to_string(api())) + ":0";
@@ -129,7 +143,8 @@ TEST_P(LaunchErrors, BadDimensionsThrowNameTheKernelValueAndLimitAndEnqueueNothi
   }
   // Nothing ran: the output still holds its poison; and the context works.
   ctx().synchronize();
-  EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, devctx_test::poison_value<unsigned>()), download(ctx(), out)));
+  EXPECT_TRUE(
+      devctx_test::all_equal(std::vector<unsigned>(64, devctx_test::poison_value<unsigned>()), download(ctx(), out)));
   ctx().enqueue_function<write_marker>(cover(64, 32), out, 5u);
   EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(64, 5u), download(ctx(), out)));
 }
@@ -140,7 +155,8 @@ TEST_P(LaunchErrors, LimitsThemselvesAreAccepted) {
   ctx().enqueue_function<write_marker>({.grid_dim = 1, .block_dim = info.max_threads_per_block}, out, 3u);
   ctx().enqueue_function<write_marker>({.grid_dim = {1, 1, 1}, .block_dim = {1, 1, info.max_block_dim.z}}, out, 3u);
   // One block: blocks of a grid in y or z would all write out[0..31] (a data race, TSan).
-  ctx().enqueue_function<write_marker>({.grid_dim = 1, .block_dim = 32, .shared_bytes = info.max_shared_bytes_per_block}, out, 3u);
+  ctx().enqueue_function<write_marker>({.grid_dim = 1, .block_dim = 32, .shared_bytes = info.max_shared_bytes_per_block},
+                                       out, 3u);
   EXPECT_TRUE(devctx_test::all_equal(std::vector<unsigned>(out.size(), 3u), download(ctx(), out)));
   // The largest grid in z and y (one thread a block): every block runs.
   for (const Dim3 grid : {Dim3{1, 1, info.max_grid_dim.z}, Dim3{1, info.max_grid_dim.y, 1}}) {
@@ -270,8 +286,10 @@ TEST_P(MemoryErrors, ByteCountsThatWrapAroundThrowAndEnqueueNothing) {
   const int negative = -1 - int(rng() % 1000);  // a run-time value, as a miscomputed count would be
   for (const bool host : {false, true}) {
     const auto e = error_of([&] {
-      if (host) (void)ctx().enqueue_create_host_buffer<char>(negative);
-      else (void)ctx().enqueue_create_buffer<char>(negative);
+      if (host)
+        (void)ctx().enqueue_create_host_buffer<char>(negative);
+      else
+        (void)ctx().enqueue_create_buffer<char>(negative);
     });
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code(), Errc::out_of_memory) << e->what();
@@ -292,9 +310,8 @@ TEST_P(MemoryErrors, CopyWhoseByteCountWrapsAroundIsRefusedBeforeTouchingMemory)
   std::vector<float> dst(4, 1.0f);
   const std::vector<float> src(4, 2.0f);
   const std::size_t claimed = (std::size_t{1} << 62) + 1;
-  const auto e = error_of([&] {
-    ctx().enqueue_copy(std::span<float>(dst.data(), claimed), std::span<const float>(src.data(), claimed));
-  });
+  const auto e = error_of(
+      [&] { ctx().enqueue_copy(std::span<float>(dst.data(), claimed), std::span<const float>(src.data(), claimed)); });
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), Errc::size_mismatch) << e->what();
   EXPECT_THAT(e->what(), HasSubstr("enqueue_copy"));

@@ -365,7 +365,8 @@ TEST(Fiber, ReleasedStacksLeaveNoPoisonForMemoryMappedThereLater) {
       ASSERT_EQ(state.touched, 64);
     }
   }
-  void* again = mmap(was.first, was.second, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  void* again = mmap(was.first, was.second, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                     -1, 0);
   if (again == MAP_FAILED) GTEST_SKIP() << "the addresses were taken again before the test could map them";
   ASSERT_EQ(again, static_cast<void*>(was.first));
   std::memset(again, 0x5a, was.second);  // ASan checks the whole range against its shadow

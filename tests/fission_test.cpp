@@ -88,8 +88,8 @@ DEVCTX_KERNEL void block_reduce(devctx::span<const float> in, devctx::span<float
 // ---- K3, as on fibers ------------------------------------------------------------------------
 DEVCTX_KERNEL void matmul_fibers(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
                                  unsigned n) {
-  DEVCTX_SHARED(float, as, kTile * kTile);
-  DEVCTX_SHARED(float, bs, kTile * kTile);
+  DEVCTX_SHARED(float, as, kTile* kTile);
+  DEVCTX_SHARED(float, bs, kTile* kTile);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned row = devctx::block_idx().y * kTile + ty, col = devctx::block_idx().x * kTile + tx;
   float acc = 0.0f;
@@ -110,8 +110,8 @@ inline void matmul__devctx_twin(devctx::span<const float> a, devctx::span<const 
   namespace fission = ::devctx::detail::cpu::fission;
   twin_blocks.fetch_add(1, std::memory_order_relaxed);
   const std::size_t devctx_bx = ::devctx::detail::cpu::tls.block_dim.x;
-  DEVCTX_SHARED(float, as, kTile * kTile);
-  DEVCTX_SHARED(float, bs, kTile * kTile);
+  DEVCTX_SHARED(float, as, kTile* kTile);
+  DEVCTX_SHARED(float, bs, kTile* kTile);
   float* const devctx_pt_acc = fission::per_thread<float>();
   fission::threads(0, devctx_bx, [&](std::size_t devctx_rank) {
     float acc = 0.0f;
@@ -140,16 +140,15 @@ inline void matmul__devctx_twin(devctx::span<const float> a, devctx::span<const 
 }
 #endif
 
-DEVCTX_KERNEL void matmul(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
-                          unsigned n) {
+DEVCTX_KERNEL void matmul(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c, unsigned n) {
 #if !defined(__CUDA_ARCH__)
   if (::devctx::detail::cpu::take_fission_offer(&matmul)) [[unlikely]] {
     matmul__devctx_twin(a, b, c, n);
     return;
   }
 #endif
-  DEVCTX_SHARED(float, as, kTile * kTile);
-  DEVCTX_SHARED(float, bs, kTile * kTile);
+  DEVCTX_SHARED(float, as, kTile* kTile);
+  DEVCTX_SHARED(float, bs, kTile* kTile);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned row = devctx::block_idx().y * kTile + ty, col = devctx::block_idx().x * kTile + tx;
   float acc = 0.0f;
@@ -174,7 +173,6 @@ DEVCTX_KERNEL void declined(devctx::span<unsigned> out) {
   devctx::barrier();
   out[std::size_t(devctx::block_idx().x) * 64 + t] = s[63 - t];
 }
-
 
 // ---- patterns the translator handles, written as a user writes them (no hand-written twins) ----
 // Each runs with twins on and off (DEVCTX_CPU_FISSION=0) and the results are compared bitwise;
@@ -205,8 +203,7 @@ DEVCTX_KERNEL void early_exit_reduce(devctx::span<const int> in, devctx::span<lo
 }
 
 /// Threads leave at different rounds of a loop with barriers (2-D blocks).
-DEVCTX_KERNEL void staggered_exits(devctx::span<const unsigned> exit_after, devctx::span<unsigned> out,
-                                   unsigned rounds) {
+DEVCTX_KERNEL void staggered_exits(devctx::span<const unsigned> exit_after, devctx::span<unsigned> out, unsigned rounds) {
   DEVCTX_SHARED(unsigned, s, 1024);
   const unsigned n = devctx::block_dim().x * devctx::block_dim().y;
   const unsigned t = devctx::thread_idx().x + devctx::block_dim().x * devctx::thread_idx().y;
@@ -307,7 +304,7 @@ constexpr unsigned kT = 32;
 
 /// Tiled transpose through shared memory (2-D blocks of 32 x 8, padded tile).
 DEVCTX_KERNEL void transpose(devctx::span<const float> in, devctx::span<float> out, unsigned w, unsigned h) {
-  DEVCTX_SHARED(float, tile, kT * (kT + 1));
+  DEVCTX_SHARED(float, tile, kT*(kT + 1));
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned x = devctx::block_idx().x * kT + tx;
   const unsigned y0 = devctx::block_idx().y * kT + ty;
@@ -331,7 +328,6 @@ DEVCTX_KERNEL void histogram(devctx::span<const unsigned> in, devctx::span<unsig
   devctx::barrier();
   for (unsigned j = t; j < 64; j += devctx::block_dim().x) devctx::atomic_add(&hist[j], bins[j]);
 }
-
 
 /// A template kernel: each specialization gets its own twin.
 template <unsigned TPB, class T>
@@ -542,8 +538,10 @@ class ScopedEnv {
     ::setenv(name, value, 1);
   }
   ~ScopedEnv() {
-    if (had_) ::setenv(name_, old_.c_str(), 1);
-    else ::unsetenv(name_);
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -575,7 +573,10 @@ struct K2Run {
 K2Run run_k2(devctx::DeviceContext& ctx, std::mt19937_64& rng, std::size_t n) {
   const unsigned blocks = unsigned((n + kReduceBlock - 1) / kReduceBlock);
   auto in = ctx.enqueue_create_buffer<float>(n);
-  { const auto values = random_floats(rng, n); ctx.enqueue_copy(in, std::span(values)); }
+  {
+    const auto values = random_floats(rng, n);
+    ctx.enqueue_copy(in, std::span(values));
+  }
   auto twin = ctx.enqueue_create_buffer<float>(blocks);
   auto fibers = ctx.enqueue_create_buffer<float>(blocks);
   ctx.enqueue_memset(twin, -7.0f);
@@ -618,8 +619,14 @@ TEST(Fission, HandWrittenMatmulTwinIsBitwiseEqualToFibers) {
     const std::size_t count = std::size_t(n) * n;
     auto a = ctx.enqueue_create_buffer<float>(count);
     auto b = ctx.enqueue_create_buffer<float>(count);
-    { const auto values = random_floats(rng, count); ctx.enqueue_copy(a, std::span(values)); }
-    { const auto values = random_floats(rng, count); ctx.enqueue_copy(b, std::span(values)); }
+    {
+      const auto values = random_floats(rng, count);
+      ctx.enqueue_copy(a, std::span(values));
+    }
+    {
+      const auto values = random_floats(rng, count);
+      ctx.enqueue_copy(b, std::span(values));
+    }
     auto twin = ctx.enqueue_create_buffer<float>(count);
     auto fibers = ctx.enqueue_create_buffer<float>(count);
     ctx.enqueue_memset(twin, -7.0f);
@@ -730,8 +737,7 @@ TEST(Fission, TraceRecordsTranslatedOrWhyFibers) {
   ASSERT_EQ(paths.size(), 4u);
   EXPECT_NE(paths[0].first.find("block_reduce"), std::string::npos) << paths[0].first;
   if (twins_on()) {
-    EXPECT_EQ(paths[0].second.rfind("translated: the kernel's block-level twin ran every block", 0), 0u)
-        << paths[0].second;
+    EXPECT_EQ(paths[0].second.rfind("translated: the kernel's block-level twin ran every block", 0), 0u) << paths[0].second;
   } else {
     EXPECT_NE(paths[0].second.find("fibers: DEVCTX_CPU_FISSION=0 turned translated twins off"), std::string::npos)
         << paths[0].second;
@@ -843,9 +849,10 @@ TEST(FissionPatterns, EarlyReturnBeforeALaterBarrier) {
     ctx.enqueue_copy(in, std::span(values));
     const unsigned blocks = unsigned((n + 255) / 256);
     std::string path;
-    const auto [on, off] = on_and_off<long long>(ctx, blocks, [&](auto& out) {
-      ctx.enqueue_function<early_exit_reduce>({.grid_dim = blocks, .block_dim = 256}, in, out);
-    }, &path);
+    const auto [on, off] = on_and_off<long long>(
+        ctx, blocks,
+        [&](auto& out) { ctx.enqueue_function<early_exit_reduce>({.grid_dim = blocks, .block_dim = 256}, in, out); },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     for (unsigned b = 0; b < blocks; ++b) {
@@ -871,9 +878,12 @@ TEST(FissionPatterns, ThreadsLeavingAtDifferentRoundsOfABarrierLoop) {
   auto exit_after = ctx.enqueue_create_buffer<unsigned>(n);
   ctx.enqueue_copy(exit_after, std::span(exits));
   std::string path;
-  const auto [on, off] = on_and_off<unsigned>(ctx, n, [&](auto& out) {
-    ctx.enqueue_function<staggered_exits>({.grid_dim = blocks, .block_dim = block}, exit_after, out, rounds);
-  }, &path);
+  const auto [on, off] = on_and_off<unsigned>(
+      ctx, n,
+      [&](auto& out) {
+        ctx.enqueue_function<staggered_exits>({.grid_dim = blocks, .block_dim = block}, exit_after, out, rounds);
+      },
+      &path);
   expect_translated(path);
   EXPECT_TRUE(same_bytes(on, off));
   // The host's model: a thread reads neighbours' values as of the last round they stored.
@@ -912,9 +922,12 @@ TEST(FissionPatterns, BarriersInsideABlockUniformIf) {
   for (const unsigned reverse : {0u, 1u}) {
     SCOPED_TRACE(reverse);
     std::string path;
-    const auto [on, off] = on_and_off<float>(ctx, values.size(), [&](auto& out) {
-      ctx.enqueue_function<uniform_if>({.grid_dim = blocks, .block_dim = threads}, in, out, reverse);
-    }, &path);
+    const auto [on, off] = on_and_off<float>(
+        ctx, values.size(),
+        [&](auto& out) {
+          ctx.enqueue_function<uniform_if>({.grid_dim = blocks, .block_dim = threads}, in, out, reverse);
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     for (unsigned b = 0; b < blocks; ++b) {
@@ -938,9 +951,12 @@ TEST(FissionPatterns, HillisSteeleAndBlellochScans) {
   ctx.enqueue_copy(in, std::span(values));
   {
     std::string path;
-    const auto [on, off] = on_and_off<int>(ctx, n, [&](auto& out) {
-      ctx.enqueue_function<hillis_steele>({.grid_dim = unsigned((n + 255) / 256), .block_dim = 256}, in, out);
-    }, &path);
+    const auto [on, off] = on_and_off<int>(
+        ctx, n,
+        [&](auto& out) {
+          ctx.enqueue_function<hillis_steele>({.grid_dim = unsigned((n + 255) / 256), .block_dim = 256}, in, out);
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     int acc = 0;
@@ -951,9 +967,12 @@ TEST(FissionPatterns, HillisSteeleAndBlellochScans) {
   }
   {
     std::string path;
-    const auto [on, off] = on_and_off<int>(ctx, n, [&](auto& out) {
-      ctx.enqueue_function<blelloch>({.grid_dim = unsigned((n + 511) / 512), .block_dim = 256}, in, out);
-    }, &path);
+    const auto [on, off] = on_and_off<int>(
+        ctx, n,
+        [&](auto& out) {
+          ctx.enqueue_function<blelloch>({.grid_dim = unsigned((n + 511) / 512), .block_dim = 256}, in, out);
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     int acc = 0;
@@ -973,14 +992,18 @@ TEST(FissionPatterns, TiledTranspose) {
   auto in = ctx.enqueue_create_buffer<float>(values.size());
   ctx.enqueue_copy(in, std::span(values));
   std::string path;
-  const auto [on, off] = on_and_off<float>(ctx, values.size(), [&](auto& out) {
-    ctx.enqueue_function<transpose>({.grid_dim = {(w + kT - 1) / kT, (h + kT - 1) / kT}, .block_dim = {kT, 8}}, in,
-                                    out, w, h);
-  }, &path);
+  const auto [on, off] = on_and_off<float>(
+      ctx, values.size(),
+      [&](auto& out) {
+        ctx.enqueue_function<transpose>({.grid_dim = {(w + kT - 1) / kT, (h + kT - 1) / kT}, .block_dim = {kT, 8}}, in,
+                                        out, w, h);
+      },
+      &path);
   expect_translated(path);
   EXPECT_TRUE(same_bytes(on, off));
   for (unsigned y = 0; y < h; ++y)
-    for (unsigned x = 0; x < w; ++x) ASSERT_EQ(on[std::size_t(x) * h + y], values[std::size_t(y) * w + x]) << x << ", " << y;
+    for (unsigned x = 0; x < w; ++x)
+      ASSERT_EQ(on[std::size_t(x) * h + y], values[std::size_t(y) * w + x]) << x << ", " << y;
 }
 
 TEST(FissionPatterns, SharedHistogramWithAtomics) {
@@ -992,10 +1015,13 @@ TEST(FissionPatterns, SharedHistogramWithAtomics) {
   auto in = ctx.enqueue_create_buffer<unsigned>(n);
   ctx.enqueue_copy(in, std::span(values));
   std::string path;
-  const auto [on, off] = on_and_off<unsigned>(ctx, 64, [&](auto& out) {
-    ctx.enqueue_memset(out, 0u);
-    ctx.enqueue_function<histogram>({.grid_dim = 7, .block_dim = 96}, in, out);
-  }, &path);
+  const auto [on, off] = on_and_off<unsigned>(
+      ctx, 64,
+      [&](auto& out) {
+        ctx.enqueue_memset(out, 0u);
+        ctx.enqueue_function<histogram>({.grid_dim = 7, .block_dim = 96}, in, out);
+      },
+      &path);
   expect_translated(path);
   EXPECT_TRUE(same_bytes(on, off));
   std::vector<unsigned> want(64, 0);
@@ -1016,9 +1042,12 @@ TEST(FissionPatterns, TemplateKernelsPerSpecialization) {
   {
     const unsigned blocks = unsigned((n + 127) / 128);
     std::string path;
-    const auto [on, off] = on_and_off<int>(ctx, blocks, [&](auto& out) {
-      ctx.enqueue_function<template_reduce<128, int>>({.grid_dim = blocks, .block_dim = 128}, in_i, out);
-    }, &path);
+    const auto [on, off] = on_and_off<int>(
+        ctx, blocks,
+        [&](auto& out) {
+          ctx.enqueue_function<template_reduce<128, int>>({.grid_dim = blocks, .block_dim = 128}, in_i, out);
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));
     for (unsigned b = 0; b < blocks; ++b) {
@@ -1030,9 +1059,12 @@ TEST(FissionPatterns, TemplateKernelsPerSpecialization) {
   {
     const unsigned blocks = unsigned((n + 64) / 64);
     std::string path;
-    const auto [on, off] = on_and_off<float>(ctx, blocks, [&](auto& out) {
-      ctx.enqueue_function<template_reduce<64, float>>({.grid_dim = blocks, .block_dim = 64}, in_f, out);
-    }, &path);
+    const auto [on, off] = on_and_off<float>(
+        ctx, blocks,
+        [&](auto& out) {
+          ctx.enqueue_function<template_reduce<64, float>>({.grid_dim = blocks, .block_dim = 64}, in_f, out);
+        },
+        &path);
     expect_translated(path);
     EXPECT_TRUE(same_bytes(on, off));  // the same tree of additions either way
   }

@@ -99,9 +99,9 @@ TEST_P(Graphs, UpdatedKernelArgumentsApplyToLaterReplays) {
     s.enqueue_function<affine>(cfg, x, 5u, 1u);
     s.enqueue_function<affine>(cfg, x, 7u, 2u);
   });
-  g.enqueue(ctx());                                // x: two steps
-  g.update_kernel<affine>(1, cfg, y, 11u, 3u);     // launch 1 now works on y
-  g.enqueue(ctx());                                // x: step (5, 1); y: step (11, 3)
+  g.enqueue(ctx());                             // x: two steps
+  g.update_kernel<affine>(1, cfg, y, 11u, 3u);  // launch 1 now works on y
+  g.enqueue(ctx());                             // x: step (5, 1); y: step (11, 3)
   const auto gx = download(ctx(), x);
   const auto gy = download(ctx(), y);
   for (std::size_t i = 0; i < n; ++i) {
@@ -149,9 +149,8 @@ TEST_P(Graphs, MisuseThrowsAndLeavesEverythingUsable) {
   expect_error(devctx::Errc::invalid_argument, "enqueue_create_buffer on a stream recording", [&] {
     (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef s) { (void)s.enqueue_create_buffer<int>(4); });
   });
-  expect_error(devctx::Errc::invalid_argument, "synchronize on a stream recording", [&] {
-    (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef s) { s.synchronize(); });
-  });
+  expect_error(devctx::Errc::invalid_argument, "synchronize on a stream recording",
+               [&] { (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef s) { s.synchronize(); }); });
   // A launch that does not fit is refused while recording, as when enqueued.
   expect_error(devctx::Errc::invalid_launch, "block_dim", [&] {
     (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef s) {
@@ -172,18 +171,17 @@ TEST_P(Graphs, MisuseThrowsAndLeavesEverythingUsable) {
       ctx().enqueue_memset(sum, 0u);
     });
   });
-  expect_error(devctx::Errc::invalid_argument, "enqueue_copy on", [&] {
-    (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) { ctx().enqueue_copy(sum, x); });
-  });
-  expect_error(devctx::Errc::invalid_argument, "nothing was recorded: enqueue on the stream passed to the recording function",
+  expect_error(devctx::Errc::invalid_argument, "enqueue_copy on",
+               [&] { (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) { ctx().enqueue_copy(sum, x); }); });
+  expect_error(devctx::Errc::invalid_argument,
+               "nothing was recorded: enqueue on the stream passed to the recording function",
                [&] { (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) {}); });
   {
     // Work on another stream runs at once, as it always does; the recording holds none of it.
     devctx::Stream other = ctx().create_stream();
     ctx().synchronize();  // the poison memset above before the other stream's memset
-    expect_error(devctx::Errc::invalid_argument, "nothing was recorded", [&] {
-      (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) { other.enqueue_memset(sum, 0u); });
-    });
+    expect_error(devctx::Errc::invalid_argument, "nothing was recorded",
+                 [&] { (void)devctx::Graph::record(ctx(), [&](devctx::StreamRef) { other.enqueue_memset(sum, 0u); }); });
     other.synchronize();
     EXPECT_TRUE(devctx_test::all_equal(std::vector<std::uint32_t>(n, 0u), download(ctx(), sum)));
     ctx().enqueue_memset(sum, poison);

@@ -124,7 +124,9 @@ void expect_names(const std::optional<devctx::Error>& e, const char* name, const
   ASSERT_TRUE(e) << name;
   EXPECT_EQ(e->code(), Errc::invalid_handle) << e->what();
   EXPECT_THAT(e->what(), testing::HasSubstr(name));
-  if (not_name != nullptr) { EXPECT_THAT(e->what(), testing::Not(testing::HasSubstr(not_name))); }
+  if (not_name != nullptr) {
+    EXPECT_THAT(e->what(), testing::Not(testing::HasSubstr(not_name)));
+  }
 }
 }  // namespace
 
@@ -194,10 +196,14 @@ class CrossDevice : public BackendTest {
     // Another device: a second GPU, or the other backend (the CPU is always present).
     const Api gpu = devctx_test::gpu_api();
     const int gpus = DeviceContext::count(gpu);
-    if (api() == gpu && gpus >= 2) other_.emplace(gpu, 1);
-    else if (api() == gpu) other_.emplace(Api::cpu, 0);
-    else if (gpus >= 1) other_.emplace(gpu, 0);
-    else GTEST_SKIP() << "only one device is present (the CPU): nothing to misuse across";
+    if (api() == gpu && gpus >= 2)
+      other_.emplace(gpu, 1);
+    else if (api() == gpu)
+      other_.emplace(Api::cpu, 0);
+    else if (gpus >= 1)
+      other_.emplace(gpu, 0);
+    else
+      GTEST_SKIP() << "only one device is present (the CPU): nothing to misuse across";
   }
   void TearDown() override {
     if (other_) other_->synchronize();

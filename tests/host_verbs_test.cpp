@@ -54,11 +54,13 @@ TEST_P(HostVerbs, ExecutionTimeErrors) {
   EXPECT_EQ(e->code(), Errc::invalid_argument);
   EXPECT_THAT(e->what(), HasSubstr("iterations is 0"));
   EXPECT_EQ(calls, 0);
-  EXPECT_THROW((void)ctx().execution_time([](devctx::DeviceContext&) { throw std::runtime_error("user"); }), std::runtime_error);
+  EXPECT_THROW((void)ctx().execution_time([](devctx::DeviceContext&) { throw std::runtime_error("user"); }),
+               std::runtime_error);
   // A refused launch inside the timed function surfaces as that launch's error.
   auto d = ctx().enqueue_create_buffer<std::uint32_t>(4);
   e = error_of([&] {
-    (void)ctx().execution_time([&](devctx::DeviceContext& c) { c.enqueue_function<increment_all>({.grid_dim = 0, .block_dim = 4}, d); });
+    (void)ctx().execution_time(
+        [&](devctx::DeviceContext& c) { c.enqueue_function<increment_all>({.grid_dim = 0, .block_dim = 4}, d); });
   });
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), Errc::invalid_launch);

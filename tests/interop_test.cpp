@@ -141,7 +141,7 @@ TEST_P(Interop, EveryVerbWorksOnAViewOfForeignMemory) {
   EXPECT_EQ(in.size(), n);
   EXPECT_EQ(in.size_bytes(), n * sizeof(float));
   const auto values = devctx_test::random_vector<float>(rng, n, -100.0f, 100.0f);
-  ctx().enqueue_copy(in, std::span<const float>(values));   // upload into the view
+  ctx().enqueue_copy(in, std::span<const float>(values));  // upload into the view
   ctx().enqueue_memset(out, devctx_test::poison_value<float>());
   ctx().enqueue_function<interop_affine>(cover(n), in, out, 2.0f, 1.0f);  // views as kernel arguments
   auto v = download(ctx(), out);
@@ -244,8 +244,7 @@ TEST_P(Interop, AMovedFromViewIsAnInvalidHandleEverywhere) {
   EXPECT_TRUE(other);
   std::vector<float> host(16);
   for (const auto& f : std::vector<std::function<void()>>{
-           [&] { ctx().enqueue_copy(host, view); },
-           [&] { ctx().enqueue_memset(view, 1.0f); },
+           [&] { ctx().enqueue_copy(host, view); }, [&] { ctx().enqueue_memset(view, 1.0f); },
            [&] { ctx().enqueue_function<interop_affine>(cover(16), other, view, 1.0f, 0.0f); },
            [&] { (void)view.slice(0, 1); }}) {
     auto e = error_of(f);
@@ -290,10 +289,16 @@ TEST_P(Interop, AViewWithoutReleaseCallbackAndStreamSynchronizeRunReleases) {
   ForeignMemory m(ctx(), 1024);
   int released = 0;
   auto stream = ctx().create_stream();
-  { auto v = devctx::wrap_device_memory(stream, m.memory.data, 1024, [&] { ++released; }); stream.enqueue_memset(v, 1.0f); }
+  {
+    auto v = devctx::wrap_device_memory(stream, m.memory.data, 1024, [&] { ++released; });
+    stream.enqueue_memset(v, 1.0f);
+  }
   stream.synchronize();  // the view's home stream: its release is due now
   EXPECT_EQ(released, 1);
-  { auto v = devctx::wrap_device_memory(ctx(), m.memory.data, 1024); ctx().enqueue_memset(v, 2.0f); }
+  {
+    auto v = devctx::wrap_device_memory(ctx(), m.memory.data, 1024);
+    ctx().enqueue_memset(v, 2.0f);
+  }
   ctx().synchronize();
 }
 
@@ -500,7 +505,10 @@ TEST_P(Interop, ImportRefusesWhatDoesNotFitAndLeavesTheTensorToTheCaller) {
   // A dimension of extent 1 may have any stride; null strides mean compact.
   d.shape[0] = 1;
   d.strides[0] = 12345;
-  { auto ok = devctx::from_dlpack<float>(ctx(), t); EXPECT_EQ(ok.size(), 8u); }
+  {
+    auto ok = devctx::from_dlpack<float>(ctx(), t);
+    EXPECT_EQ(ok.size(), 8u);
+  }
   ctx().synchronize();
   EXPECT_EQ(counter.count(), 1);
 
@@ -517,7 +525,10 @@ TEST_P(Interop, ImportRefusesWhatDoesNotFitAndLeavesTheTensorToTheCaller) {
   EXPECT_THAT(e->what(), HasSubstr("DLPack 2.0"));
   EXPECT_EQ(counter.count(), 1);
   v->version.major = 1;
-  { auto ok = devctx::from_dlpack<const float>(ctx(), v); EXPECT_EQ(ok.size(), 64u); }
+  {
+    auto ok = devctx::from_dlpack<const float>(ctx(), v);
+    EXPECT_EQ(ok.size(), 64u);
+  }
   ctx().synchronize();
   EXPECT_EQ(counter.count(), 2);
 }

@@ -91,8 +91,10 @@ DEVCTX_KERNEL void throw_in_phase(devctx::Block blk, devctx::span<unsigned> out,
 DEVCTX_KERNEL void diverge_barrier_vs_warp(devctx::span<int> out) {
   const unsigned t = devctx::thread_idx().x;
   int v = int(t);
-  if (t % 32 < 16) devctx::barrier();
-  else v = devctx::warp_sum(v);
+  if (t % 32 < 16)
+    devctx::barrier();
+  else
+    v = devctx::warp_sum(v);
   out[devctx::global_idx().x] = v;
 }
 
@@ -231,23 +233,23 @@ TEST_P(KernelFailures, AFailedBlockUnwindsEveryWaitingThread) {
   // parked by the blocks before it (100 blocks, 20 under TSan: kUnderTsan).
   const unsigned blocks = devctx_test::kUnderTsan ? 20 : 100;
   for (const unsigned bad_block : {0u, blocks / 2}) {
-  for (const unsigned bad_thread : {0u, 77u, 255u}) {
-    for (const unsigned bad_round : {0u, 2u}) {
-      SCOPED_TRACE(testing::Message() << "block " << bad_block << ", thread " << bad_thread << ", round " << bad_round);
-      g_guards_made = 0;
-      auto out = poisoned_buffer<int>(ctx(), blocks * 256);
-      ctx().enqueue_function<throw_while_others_wait>({.grid_dim = blocks, .block_dim = 256}, out, bad_block,
-                                                      bad_thread, bad_round);
-      const auto e = error_of([&] { ctx().synchronize(); });
-      ASSERT_TRUE(e);
-      EXPECT_THAT(e->what(), HasSubstr("failure while others wait"));
-      EXPECT_THAT(e->what(), HasSubstr("block (" + std::to_string(bad_block) + ", 0, 0), thread (" +
-                                       std::to_string(bad_thread) + ", 0, 0)"));
-      EXPECT_GT(g_guards_made.load(), 0);
-      EXPECT_EQ(g_guards_alive.load(), 0) << "threads left without unwinding their frames";
-      expect_usable(ctx());
+    for (const unsigned bad_thread : {0u, 77u, 255u}) {
+      for (const unsigned bad_round : {0u, 2u}) {
+        SCOPED_TRACE(testing::Message() << "block " << bad_block << ", thread " << bad_thread << ", round " << bad_round);
+        g_guards_made = 0;
+        auto out = poisoned_buffer<int>(ctx(), blocks * 256);
+        ctx().enqueue_function<throw_while_others_wait>({.grid_dim = blocks, .block_dim = 256}, out, bad_block,
+                                                        bad_thread, bad_round);
+        const auto e = error_of([&] { ctx().synchronize(); });
+        ASSERT_TRUE(e);
+        EXPECT_THAT(e->what(), HasSubstr("failure while others wait"));
+        EXPECT_THAT(e->what(), HasSubstr("block (" + std::to_string(bad_block) + ", 0, 0), thread (" +
+                                         std::to_string(bad_thread) + ", 0, 0)"));
+        EXPECT_GT(g_guards_made.load(), 0);
+        EXPECT_EQ(g_guards_alive.load(), 0) << "threads left without unwinding their frames";
+        expect_usable(ctx());
+      }
     }
-  }
   }
 }
 

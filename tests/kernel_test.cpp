@@ -72,9 +72,8 @@ struct Params {
   Mode mode;
 };
 
-DEVCTX_KERNEL void take_arguments(devctx::span<double> out, Params p, int i32, unsigned u32,
-                                  std::int64_t i64, float f32, double f64, char c, bool yes,
-                                  std::uint16_t u16, devctx::span<const int> view) {
+DEVCTX_KERNEL void take_arguments(devctx::span<double> out, Params p, int i32, unsigned u32, std::int64_t i64, float f32,
+                                  double f64, char c, bool yes, std::uint16_t u16, devctx::span<const int> view) {
   if (devctx::global_idx().x != 0) return;
   double* o = out.data();
   o[0] = p.scale;
@@ -103,8 +102,7 @@ DEVCTX_KERNEL void scale_copy(devctx::span<const int> in, devctx::span<int> out,
   if (i < out.size()) out[i] = in[i] * scale;
 }
 
-DEVCTX_KERNEL void saxpy_grid_stride(std::uint32_t a, devctx::span<const std::uint32_t> x,
-                                     devctx::span<std::uint32_t> y) {
+DEVCTX_KERNEL void saxpy_grid_stride(std::uint32_t a, devctx::span<const std::uint32_t> x, devctx::span<std::uint32_t> y) {
   const std::uint64_t stride = std::uint64_t(devctx::grid_dim().x) * devctx::block_dim().x;
   for (std::uint64_t i = devctx::global_idx().x; i < y.size(); i += stride) y[i] = a * x[i] + y[i];
 }
@@ -121,8 +119,7 @@ DEVCTX_KERNEL void saxpy_float(float a, devctx::span<const float> x, devctx::spa
 // Threads leave at different rounds (exit_after[g] in 1..rounds; rounds means never); the rest go
 // on exchanging values through shared memory with two barriers per round. Exited threads no
 // longer count at barriers, and their last shared-memory values stay visible.
-DEVCTX_KERNEL void staggered_exits(devctx::span<const unsigned> exit_after, devctx::span<unsigned> out,
-                                   unsigned rounds) {
+DEVCTX_KERNEL void staggered_exits(devctx::span<const unsigned> exit_after, devctx::span<unsigned> out, unsigned rounds) {
   DEVCTX_SHARED(unsigned, s, 1024);
   const unsigned n = devctx::block_dim().x * devctx::block_dim().y;
   const unsigned t = devctx::thread_idx().x + devctx::block_dim().x * devctx::thread_idx().y;
@@ -205,8 +202,8 @@ constexpr unsigned kTile = 16;
 /// C = A (MxK) * B (KxN), tiles in DEVCTX_SHARED arrays, two barriers per tile.
 DEVCTX_KERNEL void matmul_tiled(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
                                 unsigned m, unsigned n, unsigned k) {
-  DEVCTX_SHARED(float, tile_a, kTile * kTile);
-  DEVCTX_SHARED(float, tile_b, kTile * kTile);
+  DEVCTX_SHARED(float, tile_a, kTile* kTile);
+  DEVCTX_SHARED(float, tile_b, kTile* kTile);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned row = devctx::block_idx().y * kTile + ty, col = devctx::block_idx().x * kTile + tx;
   float acc = 0.0f;
@@ -260,8 +257,8 @@ DEVCTX_KERNEL void histogram(devctx::span<const unsigned> values, devctx::span<c
   }
 }
 
-DEVCTX_KERNEL void atomic_sums(devctx::span<const float> f, devctx::span<const double> d,
-                               devctx::span<float> fsum, devctx::span<double> dsum) {
+DEVCTX_KERNEL void atomic_sums(devctx::span<const float> f, devctx::span<const double> d, devctx::span<float> fsum,
+                               devctx::span<double> dsum) {
   const auto i = devctx::global_idx().x;
   if (i < f.size()) devctx::atomic_add(&fsum[0], f[i]);
   if (i < d.size()) devctx::atomic_add(&dsum[0], d[i]);
@@ -289,11 +286,11 @@ DEVCTX_KERNEL void take_tickets(devctx::span<unsigned> counter, devctx::span<uns
 
 struct WarpResults {
   int sum;
-  int down;      // shuffle_down reduction (the full sum in lane 0)
-  int butterfly; // shuffle_xor reduction (the full sum in every lane)
-  int scan;      // shuffle_up inclusive scan
-  int reversed;  // shuffle(v, 31 - lane)
-  int from7;     // shuffle(v, 7)
+  int down;       // shuffle_down reduction (the full sum in lane 0)
+  int butterfly;  // shuffle_xor reduction (the full sum in every lane)
+  int scan;       // shuffle_up inclusive scan
+  int reversed;   // shuffle(v, 31 - lane)
+  int from7;      // shuffle(v, 7)
   unsigned lane;
   float fsum;
 };
@@ -380,8 +377,8 @@ DEVCTX_KERNEL void blk_scan(devctx::Block blk, devctx::span<const int> in, devct
 
 DEVCTX_KERNEL void blk_matmul(devctx::Block blk, devctx::span<const float> a, devctx::span<const float> b,
                               devctx::span<float> c, unsigned m, unsigned n, unsigned k) {
-  DEVCTX_SHARED(float, tile_a, kTile * kTile);
-  DEVCTX_SHARED(float, tile_b, kTile * kTile);
+  DEVCTX_SHARED(float, tile_a, kTile* kTile);
+  DEVCTX_SHARED(float, tile_b, kTile* kTile);
   auto acc = blk.per_thread<float>(0.0f);
   const unsigned row0 = blk.idx().y * kTile, col0 = blk.idx().x * kTile;
   for (unsigned k0 = 0; k0 < k; k0 += kTile) {
@@ -458,17 +455,12 @@ DEVCTX_INSTANTIATE_BACKEND_TESTS(Indexing);
 TEST_P(Indexing, ThreeDimensionalGridsAndBlocks) {
   const std::pair<Dim3, Dim3> shapes[] = {
       {{3, 2, 2}, {4, 3, 5}},  // 60 threads a block: a partial last warp
-      {{2, 3, 4}, {8, 4, 2}},
-      {{5}, {33}},
-      {{1, 1, 7}, {1, 1, 64}},
-      {{70'000}, {1}},         // grid x above 65535
-      {{2, 300}, {3}},
-      {{1}, {1024}},
-      {{2, 2}, {32, 32}},
+      {{2, 3, 4}, {8, 4, 2}}, {{5}, {33}},   {{1, 1, 7}, {1, 1, 64}}, {{70'000}, {1}},  // grid x above 65535
+      {{2, 300}, {3}},        {{1}, {1024}}, {{2, 2}, {32, 32}},
   };
   for (const auto& [grid, block] : shapes) {
-    SCOPED_TRACE(testing::Message() << "grid (" << grid.x << "," << grid.y << "," << grid.z << ") block ("
-                                    << block.x << "," << block.y << "," << block.z << ")");
+    SCOPED_TRACE(testing::Message() << "grid (" << grid.x << "," << grid.y << "," << grid.z << ") block (" << block.x
+                                    << "," << block.y << "," << block.z << ")");
     const std::size_t total = grid.volume() * block.volume();
     auto out = ctx().enqueue_create_buffer<IndexRecord>(total);
     ctx().enqueue_memset(out, IndexRecord{{0xDEAD, 0xBEEF, 1}, {7, 7, 7}, {0, 0, 0}, {0, 0, 0}, {1, 2, 3}, 99, 0});
@@ -485,8 +477,8 @@ TEST_P(Indexing, ThreeDimensionalGridsAndBlocks) {
                 const devctx::Idx3 g{std::uint64_t(bx) * block.x + tx, std::uint64_t(by) * block.y + ty,
                                      std::uint64_t(bz) * block.z + tz};
                 const IndexRecord& r = v[(g.z * height + g.y) * width + g.x];
-                ASSERT_EQ(r.written, 1u) << "thread " << tx << "," << ty << "," << tz << " of block " << bx << ","
-                                         << by << "," << bz << " never ran";
+                ASSERT_EQ(r.written, 1u) << "thread " << tx << "," << ty << "," << tz << " of block " << bx << "," << by
+                                         << "," << bz << " never ran";
                 ASSERT_EQ(r.thread, (Dim3{tx, ty, tz}));
                 ASSERT_EQ(r.block, (Dim3{bx, by, bz}));
                 ASSERT_EQ(r.block_dim, block);
@@ -520,13 +512,31 @@ TEST_P(Arguments, ScalarsStructsAndSpansByValue) {
   const auto ints = devctx_test::random_vector<int>(rng, 17, -50, 50);
   auto view_buf = upload(ctx(), ints);
   auto out = poisoned_buffer<double>(ctx(), 22);
-  ctx().enqueue_function<take_arguments>({.grid_dim = 2, .block_dim = 3}, out, p, i32, u32, i64, f32, f64, 'x',
-                                         true, std::uint16_t(65535), view_buf.span());
+  ctx().enqueue_function<take_arguments>({.grid_dim = 2, .block_dim = 3}, out, p, i32, u32, i64, f32, f64, 'x', true,
+                                         std::uint16_t(65535), view_buf.span());
   const auto v = download(ctx(), out);
-  const std::vector<double> expect = {p.scale, double(p.offset), double(p.flag), p.weights[0], p.weights[1],
-                                      p.weights[2], p.weights[3], p.weights[4], double(p.shape.x), 2.0, 3.0, 7.0,
-                                      double(i32), double(u32), double(i64), f32, f64, double('x'), 1.0, 65535.0,
-                                      17.0, double(ints[16])};
+  const std::vector<double> expect = {p.scale,
+                                      double(p.offset),
+                                      double(p.flag),
+                                      p.weights[0],
+                                      p.weights[1],
+                                      p.weights[2],
+                                      p.weights[3],
+                                      p.weights[4],
+                                      double(p.shape.x),
+                                      2.0,
+                                      3.0,
+                                      7.0,
+                                      double(i32),
+                                      double(u32),
+                                      double(i64),
+                                      f32,
+                                      f64,
+                                      double('x'),
+                                      1.0,
+                                      65535.0,
+                                      17.0,
+                                      double(ints[16])};
   EXPECT_TRUE(devctx_test::all_equal(expect, v));
 }
 
@@ -549,8 +559,9 @@ TEST_P(Arguments, ConstBuffersAndSlicesBecomeReadOnlySpans) {
 }
 
 TEST_P(Arguments, GridStrideLoops) {
-  for (const auto& [grid, block, n] : {std::tuple{7u, 33u, std::size_t{100'003}}, std::tuple{1u, 1u, std::size_t{5000}},
-                                       std::tuple{3u, 1024u, std::size_t{1'000'000}}, std::tuple{500u, 96u, std::size_t{10}}}) {
+  for (const auto& [grid, block, n] :
+       {std::tuple{7u, 33u, std::size_t{100'003}}, std::tuple{1u, 1u, std::size_t{5000}},
+        std::tuple{3u, 1024u, std::size_t{1'000'000}}, std::tuple{500u, 96u, std::size_t{10}}}) {
     SCOPED_TRACE(testing::Message() << "grid " << grid << " block " << block << " n " << n);
     const auto x = devctx_test::random_vector<std::uint32_t>(rng, n, 0, 0xFFFFFFFFu);
     const auto y = devctx_test::random_vector<std::uint32_t>(rng, n, 0, 0xFFFFFFFFu);
@@ -621,12 +632,12 @@ TEST_P(Barriers, ThreadsExitingAtDifferentRoundsLeaveTheRestRunning) {
       for (std::size_t g = 0; g < exit_after.size(); ++g) {
         const unsigned t = unsigned(g % n), b = unsigned(g / n);
         switch (pattern) {
-          case 0: exit_after[g] = round(rng); break;                  // random
-          case 1: exit_after[g] = t == n / 2 ? rounds : 1; break;     // all but one leave at once
-          case 2: exit_after[g] = t % 2 == 0 ? 2 + t % 5 : rounds; break;  // every other thread, staggered
-          case 3: exit_after[g] = rounds - (t % rounds); break;       // thread 0 never leaves
+          case 0: exit_after[g] = round(rng); break;                         // random
+          case 1: exit_after[g] = t == n / 2 ? rounds : 1; break;            // all but one leave at once
+          case 2: exit_after[g] = t % 2 == 0 ? 2 + t % 5 : rounds; break;    // every other thread, staggered
+          case 3: exit_after[g] = rounds - (t % rounds); break;              // thread 0 never leaves
           case 4: exit_after[g] = t < (b * 37) % n ? 0 : round(rng); break;  // a block-dependent head leaves at once
-          default: exit_after[g] = b % 3 == 1 ? 0 : round(rng); break;  // every third block reaches no barrier
+          default: exit_after[g] = b % 3 == 1 ? 0 : round(rng); break;       // every third block reaches no barrier
         }
       }
       // Host model of the kernel.
@@ -651,7 +662,7 @@ TEST_P(Barriers, ThreadsExitingAtDifferentRoundsLeaveTheRestRunning) {
       auto d_exit = upload(unchecked, exit_after);
       auto out = poisoned_buffer<unsigned>(unchecked, exit_after.size());
       unchecked.enqueue_function<staggered_exits>({.grid_dim = blocks, .block_dim = {shape.x, shape.y}}, d_exit, out,
-                                              rounds);
+                                                  rounds);
       ASSERT_TRUE(devctx_test::all_equal(expect, download(unchecked, out)));
     }
   }
@@ -819,8 +830,9 @@ class Warps : public BackendTest {};
 DEVCTX_INSTANTIATE_BACKEND_TESTS(Warps);
 
 TEST_P(Warps, SumsShufflesAndScans) {
-  const std::pair<Dim3, Dim3> shapes[] = {{{3}, {32}}, {{2}, {64}}, {{2}, {1024}}, {{2, 2}, {8, 4, 2}}, {{1, 1, 3}, {16, 6}},
-                                          {{5}, {96}}, {{100}, {96}}, {{33, 2}, {8, 4, 2}}};  // many blocks per CPU worker
+  const std::pair<Dim3, Dim3> shapes[] = {{{3}, {32}},         {{2}, {64}},          {{2}, {1024}},
+                                          {{2, 2}, {8, 4, 2}}, {{1, 1, 3}, {16, 6}}, {{5}, {96}},
+                                          {{100}, {96}},       {{33, 2}, {8, 4, 2}}};  // many blocks per CPU worker
   for (const auto& [grid, block] : shapes) {
     SCOPED_TRACE(testing::Message() << "block (" << block.x << "," << block.y << "," << block.z << ")");
     const std::size_t total = grid.volume() * block.volume();

@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
     const int gpus = gpu ? devctx::DeviceContext::count(cuda) : 0;
     if (gpu && gpus < launcher_size()) {
       const bool required = devctx_test::require_gpu() && gpus == 0;
-      std::printf("%d GPU(s) for %d rank(s): %s\n", gpus, launcher_size(), required ? "FAILED (DEVCTX_REQUIRE_GPU is on)" : "skipped");
+      std::printf("%d GPU(s) for %d rank(s): %s\n", gpus, launcher_size(),
+                  required ? "FAILED (DEVCTX_REQUIRE_GPU is on)" : "skipped");
       return required ? 1 : 77;
     }
     devctx::DeviceContext ctx = gpu ? devctx::DeviceContext(cuda, local_rank() % gpus)

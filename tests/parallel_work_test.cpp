@@ -119,8 +119,7 @@ TEST_P(ParallelWork, LargeFillsOfEveryElementSizeOnFourStreams) {
 
   EXPECT_TRUE(devctx_test::all_equal(expected_fill<std::uint8_t>(n8 + 9, 5, n8, 0, v8), download(streams[0], b8)));
   EXPECT_TRUE(devctx_test::all_equal(expected_fill<std::uint32_t>(n32 + 9, 3, n32, 0, v32), download(streams[1], b32)));
-  EXPECT_TRUE(
-      devctx_test::all_equal(expected_fill<std::uint64_t>(n64 + 9, 1, n64, 0, v64), download(streams[2], b64)));
+  EXPECT_TRUE(devctx_test::all_equal(expected_fill<std::uint64_t>(n64 + 9, 1, n64, 0, v64), download(streams[2], b64)));
   const auto got12 = download(streams[3], b12);
   const auto want12 = expected_fill<Triple>(n12 + 9, 7, n12, t0, v12);
   ASSERT_EQ(got12.size(), want12.size());

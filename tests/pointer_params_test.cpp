@@ -91,8 +91,11 @@ TEST_P(PointerParams, SlicesViewsTensorsAndSpansPointAtTheirFirstElement) {
   ctx().enqueue_function<vector_add>(cover(m), out.slice(off, m), da.span(), cdb.slice(off, m), m);
   auto got = download(ctx(), out);
   for (unsigned i = 0; i < n; ++i) {
-    if (i >= off && i < off + m) EXPECT_EQ(got[i], a[i - off] + b[i]) << i;
-    else EXPECT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>())) << "written outside the slice: " << i;
+    if (i >= off && i < off + m)
+      EXPECT_EQ(got[i], a[i - off] + b[i]) << i;
+    else
+      EXPECT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>()))
+          << "written outside the slice: " << i;
   }
   // A DeviceView (of memory devctx does not own) and a tensor pass as their first element too,
   // and a read-only view (DeviceView<const float>) where the kernel only reads.
@@ -159,8 +162,9 @@ TEST_P(PointerParams, AtomicsThroughPointersAndGraphUpdates) {
   auto in = upload(ctx(), a);
   auto out1 = devctx_test::poisoned_buffer<float>(ctx(), n);
   auto out2 = devctx_test::poisoned_buffer<float>(ctx(), n);
-  devctx::Graph g = devctx::Graph::record(
-      ctx(), [&](devctx::StreamRef s) { s.enqueue_function<scale_into>(cover(n), out1, in, 2.0f, n); });
+  devctx::Graph g = devctx::Graph::record(ctx(), [&](devctx::StreamRef s) {
+    s.enqueue_function<scale_into>(cover(n), out1, in, 2.0f, n);
+  });
   g.enqueue(ctx());
   g.update_kernel<scale_into>(0, cover(n), out2, in, -3.0f, n);
   g.enqueue(ctx());

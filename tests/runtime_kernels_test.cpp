@@ -89,7 +89,8 @@ void expect_error(devctx::Errc code, const std::vector<std::string>& parts, F&& 
     ADD_FAILURE() << "no devctx::Error thrown";
   } catch (const devctx::Error& e) {
     EXPECT_EQ(e.code(), code) << e.what();
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
   }
 }
 
@@ -296,7 +297,8 @@ TEST_P(RuntimeKernels, MismatchesNameTheParameterAndEnqueueNothing) {
   // Nothing ran: the output still holds its poison, and the context still works.
   auto before = download(ctx(), out);
   ctx().synchronize();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(devctx_test::same_bits(before[i], devctx_test::poison_value<float>())) << i;
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_TRUE(devctx_test::same_bits(before[i], devctx_test::poison_value<float>())) << i;
   ctx().enqueue_function(add, cover(n), a, a, out);
   const auto after = download(ctx(), out);
   const auto av = download(ctx(), a);
@@ -320,8 +322,7 @@ DEVCTX_KERNEL void broken(devctx::span<float> y) {
   } catch (const devctx::CompileError& e) {
     EXPECT_EQ(e.code(), devctx::Errc::compile_failed);
     const std::string what = e.what();
-    EXPECT_TRUE(what.find("broken.cpp:4:") != std::string::npos || what.find("broken.cpp(4)") != std::string::npos)
-        << what;
+    EXPECT_TRUE(what.find("broken.cpp:4:") != std::string::npos || what.find("broken.cpp(4)") != std::string::npos) << what;
     EXPECT_NE(what.find(">    4 |   y[0] = undeclared_name + 1;"), std::string::npos) << what;
     EXPECT_NE(e.log().find("undeclared_name"), std::string::npos) << e.log();
   }
@@ -366,7 +367,7 @@ TEST_P(RuntimeKernels, CacheHitAndDamagedEntryRebuilt) {
   EXPECT_EQ(first.load_kind(), devctx::LoadKind::compiled);
   const auto entries = cache.entries();
   ASSERT_EQ(entries.size(), 1u);
-  struct stat st {};
+  struct stat st{};
   ASSERT_EQ(::stat(cache.path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 077, 0u) << "the cache directory is user-only";
   ASSERT_EQ(::stat(entries[0].c_str(), &st), 0);
@@ -383,8 +384,10 @@ TEST_P(RuntimeKernels, CacheHitAndDamagedEntryRebuilt) {
       bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     ASSERT_GT(bytes.size(), 1000u);
-    if (truncate) bytes.resize(bytes.size() / 2);
-    else bytes[bytes.size() / 2] = char(bytes[bytes.size() / 2] ^ 0x5a);
+    if (truncate)
+      bytes.resize(bytes.size() / 2);
+    else
+      bytes[bytes.size() / 2] = char(bytes[bytes.size() / 2] ^ 0x5a);
     {
       std::ofstream out(entries[0], std::ios::binary | std::ios::trunc);
       out << bytes;

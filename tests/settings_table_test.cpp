@@ -90,8 +90,9 @@ TEST(SettingsTable, CountsAndSizesHaveTheRangeAndDefaultTheLibraryEnforces) {
     // Staging needs two chunks: its smallest size is tried with the smallest chunks, and the
     // largest chunks with the largest staging memory.
     const ScopedEnv chunks("DEVCTX_CUDA_STAGING_CHUNK_BYTES", name == "DEVCTX_CUDA_STAGING_BYTES" ? "65536" : nullptr);
-    const ScopedEnv staging("DEVCTX_CUDA_STAGING_BYTES",
-                            name == "DEVCTX_CUDA_STAGING_CHUNK_BYTES" ? std::to_string(std::uint64_t{16} << 30).c_str() : nullptr);
+    const ScopedEnv staging("DEVCTX_CUDA_STAGING_BYTES", name == "DEVCTX_CUDA_STAGING_CHUNK_BYTES"
+                                                             ? std::to_string(std::uint64_t{16} << 30).c_str()
+                                                             : nullptr);
     {
       const ScopedEnv unset(name.c_str(), nullptr);
       if (const auto fallback = number_of(s.fallback)) {

@@ -99,8 +99,8 @@ DEVCTX_KERNEL void shared_forms(devctx::span<const int> in, devctx::span<long lo
 
 /// Transposes 8x8 tiles through two-dimensional shared arrays in both spellings.
 DEVCTX_KERNEL void shared_tiles(devctx::span<const float> in, devctx::span<float> out) {
-  DEVCTX_SHARED(TileRow, tile, kTile);            // an alias of the row type
-  DEVCTX_SHARED(float[kTile], staged, kTile);     // the row type written out
+  DEVCTX_SHARED(TileRow, tile, kTile);         // an alias of the row type
+  DEVCTX_SHARED(float[kTile], staged, kTile);  // the row type written out
   static_assert(std::is_same_v<std::remove_reference_t<decltype(tile)>, float[kTile][kTile]>);
   static_assert(std::is_same_v<std::remove_reference_t<decltype(staged)>, float[kTile][kTile]>);
   static_assert(sizeof(staged) == sizeof(float) * kTile * kTile && sizeof(staged[0]) == sizeof(TileRow));
@@ -189,8 +189,8 @@ TEST_P(SharedArrays, DynamicSharedMemoryIsASpan) {
   const auto values = devctx_test::random_vector<int>(rng, blocks * threads, -1000, 1000);
   auto in = upload(ctx(), values);
   auto out = ctx().enqueue_create_buffer<int>(values.size());
-  ctx().enqueue_function<dynamic_rotate>(
-      {.grid_dim = blocks, .block_dim = threads, .shared_bytes = threads * sizeof(int)}, in, out);
+  ctx().enqueue_function<dynamic_rotate>({.grid_dim = blocks, .block_dim = threads, .shared_bytes = threads * sizeof(int)},
+                                         in, out);
   const auto got = download(ctx(), out);
   for (std::size_t i = 0; i < values.size(); ++i)
     ASSERT_EQ(got[i], values[i / threads * threads + (i + 1) % threads]) << i;

@@ -144,7 +144,8 @@ TEST_P(StreamOrder, StreamPrioritiesInTheRangeWorkOthersThrow) {
     auto out = devctx_test::poisoned_buffer<std::uint32_t>(s, n);
     s.enqueue_function<add_one>(devctx_test::cover(n), in, out);
     const auto got = download(s, out);
-    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], values[i] + 1u) << "priority " << priority << ", element " << i;
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i], values[i] + 1u) << "priority " << priority << ", element " << i;
   }
   for (const int bad : {range.least + 1, range.greatest - 1}) {
     try {

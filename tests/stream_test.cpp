@@ -36,8 +36,8 @@ DEVCTX_KERNEL void slow_fill(devctx::span<std::uint32_t> out, std::uint32_t seed
 
 /// Announces itself in flags[me], then waits (a bounded number of polls) to see flags[other].
 /// Two of these on two streams see each other only if the streams really run at the same time.
-DEVCTX_KERNEL void handshake(devctx::span<unsigned> flags, unsigned me, unsigned other,
-                             unsigned long long max_polls, devctx::span<unsigned> saw) {
+DEVCTX_KERNEL void handshake(devctx::span<unsigned> flags, unsigned me, unsigned other, unsigned long long max_polls,
+                             devctx::span<unsigned> saw) {
   devctx::atomic_add(&flags[me], 1u);
   unsigned long long polls = 0;
   while (devctx::atomic_add(&flags[other], 0u) == 0u && polls < max_polls) ++polls;

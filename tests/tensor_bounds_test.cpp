@@ -114,8 +114,11 @@ TEST(TensorBoundsHost, TileCoordinatesThatWrapAreOutOfRange) {
   const LayoutTensor<float, Mat> t(v.data(), 8, 4);
   constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
   // 2^62 * 4 = 2^64 and (2^64 - 1) * 4 + 4 = 2^64 both wrap to 0, which lies inside.
-  for (const auto& [bi, bj] : {std::pair<std::uint64_t, std::uint64_t>{std::uint64_t{1} << 62, 0}, {0, std::uint64_t{1} << 62},
-                               {max, 0}, {0, max}, {2, 0}}) {
+  for (const auto& [bi, bj] : {std::pair<std::uint64_t, std::uint64_t>{std::uint64_t{1} << 62, 0},
+                               {0, std::uint64_t{1} << 62},
+                               {max, 0},
+                               {0, max},
+                               {2, 0}}) {
     try {
       (void)t.tile<4, 4>(bi, bj);
       ADD_FAILURE() << "tile (" << bi << ", " << bj << ") of an 8 x 4 tensor was accepted";
@@ -141,8 +144,8 @@ TEST_P(TensorBounds, TileCoordinatesThatWrapFailTheKernel) {
   ctx().enqueue_function<copy_tile_at>({.grid_dim = 1, .block_dim = {4, 4}}, devctx::tensor(in, Mat(8, 4)), out,
                                        std::uint64_t{1} << 62, std::uint64_t{0});
   std::string m = failure_of(ctx());
-  EXPECT_NE(m.find("tensor tile (4611686018427387904, 0) is out of range: the tensor holds (2, 1) whole tiles"),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("tensor tile (4611686018427387904, 0) is out of range: the tensor holds (2, 1) whole tiles"), std::string::npos)
+      << m;
   ctx().enqueue_function<copy_tile_at>({.grid_dim = 1, .block_dim = {4, 4}}, devctx::tensor(in, Mat(8, 4)), out,
                                        std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max());
   m = failure_of(ctx());
@@ -170,7 +173,8 @@ TEST_P(TensorBounds, AReshapeToALayoutThatWrapsFailsTheKernel) {
   ctx().enqueue_function<reshape_pairs>({.grid_dim = 1, .block_dim = 1}, devctx::tensor(buf, RowMajor<dyn>(16)),
                                         std::uint64_t{8});
   const auto got = download(ctx(), buf);
-  for (std::size_t i = 0; i < 15; ++i) ASSERT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>())) << i;
+  for (std::size_t i = 0; i < 15; ++i)
+    ASSERT_TRUE(devctx_test::same_bits(got[i], devctx_test::poison_value<float>())) << i;
   EXPECT_EQ(got[15], 1.0f);
 }
 

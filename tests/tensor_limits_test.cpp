@@ -46,7 +46,8 @@ void expect_refused(F&& f, Errc code, std::initializer_list<std::string> fragmen
   const auto e = error_of(f);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->code(), code) << e->what();
-  for (const std::string& fragment : fragments) EXPECT_NE(std::string(e->what()).find(fragment), std::string::npos) << e->what();
+  for (const std::string& fragment : fragments)
+    EXPECT_NE(std::string(e->what()).find(fragment), std::string::npos) << e->what();
 }
 
 const std::string kWraps = "is more than a 64-bit size can count";
@@ -57,7 +58,8 @@ TEST(LayoutLimits, DynamicExtentsWhoseSizeWrapsAreRefused) {
   // The case: 2^62 x 4 = 2^64 wraps to 0.
   expect_refused([] { (void)Mat(k62, 4); }, Errc::size_mismatch,
                  {"devctx::RowMajor layout with extents (4611686018427387904, 4)", "its size", kWraps});
-  expect_refused([] { (void)MatC(4, k62); }, Errc::size_mismatch, {"devctx::ColMajor layout with extents (4, 4611686018427387904)"});
+  expect_refused([] { (void)MatC(4, k62); }, Errc::size_mismatch,
+                 {"devctx::ColMajor layout with extents (4, 4611686018427387904)"});
   // 2^32 x 2^32 = 2^64; 2^63 x 2; (2^63 + 8) x 2 wraps to 16; SIZE_MAX x SIZE_MAX.
   expect_refused([] { (void)Mat(k32, k32); }, Errc::size_mismatch, {"(4294967296, 4294967296)", kWraps});
   expect_refused([] { (void)Mat(k63, 2); }, Errc::size_mismatch, {"(9223372036854775808, 2)"});
@@ -68,8 +70,10 @@ TEST(LayoutLimits, DynamicExtentsWhoseSizeWrapsAreRefused) {
   expect_refused([] { (void)CubeC(3, k62, 2); }, Errc::size_mismatch, {"devctx::ColMajor", "(3, 4611686018427387904, 2)"});
   expect_refused([] { (void)Strided<dyn, dyn>(k32 + 1, k32 - 1 + 2); }, Errc::size_mismatch, {"devctx::Strided"});
   // Static extents mixed with dynamic ones: 2^54 x 1024 = 2^64.
-  expect_refused([] { (void)RowMajor<dyn, 1024>(std::size_t{1} << 54); }, Errc::size_mismatch, {"(18014398509481984, 1024)"});
-  expect_refused([] { (void)ColMajor<2, dyn, 4>(std::size_t{1} << 61); }, Errc::size_mismatch, {"(2, 2305843009213693952, 4)"});
+  expect_refused([] { (void)RowMajor<dyn, 1024>(std::size_t{1} << 54); }, Errc::size_mismatch,
+                 {"(18014398509481984, 1024)"});
+  expect_refused([] { (void)ColMajor<2, dyn, 4>(std::size_t{1} << 61); }, Errc::size_mismatch,
+                 {"(2, 2305843009213693952, 4)"});
   // A negative count converted to std::size_t.
   expect_refused([] { (void)Mat(-1, 2); }, Errc::size_mismatch, {"(18446744073709551615, 2)"});
 }
@@ -137,7 +141,8 @@ TEST(LayoutLimits, FromPartsRefusesSizesAndSpansThatWrap) {
                  {"(3, 2) and strides (9223372036854775808, 1)", "its span", kWraps});
   expect_refused([] { (void)S2::from_parts({2, 2}, {kMax, 1}); }, Errc::size_mismatch, {"its span"});
   // Row-major: the stride of the last dimension is the constant 1, whatever is given.
-  expect_refused([] { (void)Mat::from_parts({2, 2}, {kMax, 99}); }, Errc::size_mismatch, {"strides (18446744073709551615, 1)"});
+  expect_refused([] { (void)Mat::from_parts({2, 2}, {kMax, 99}); }, Errc::size_mismatch,
+                 {"strides (18446744073709551615, 1)"});
   // An extent that contradicts a static one.
   expect_refused([] { (void)RowMajor<4, dyn>::from_parts({5, 3}, {3, 1}); }, Errc::invalid_argument,
                  {"devctx::RowMajor::from_parts: extent 0 is given as 5 but the layout's static extent 0 is 4"});
@@ -151,8 +156,10 @@ TEST(LayoutLimits, FromPartsRefusesSizesAndSpansThatWrap) {
 TEST(LayoutLimits, HostFormsRefuseTheLayoutAndKeepTheMemory) {
   std::vector<float> v(100, 1.5f);
   const std::span<float> mem(v);
-  expect_refused([&] { (void)devctx::tensor(mem, Mat(k62, 4)); }, Errc::size_mismatch, {"(4611686018427387904, 4)", kWraps});
-  expect_refused([&] { (void)LayoutTensor<float, Mat>(v.data(), k62, 4); }, Errc::size_mismatch, {"(4611686018427387904, 4)"});
+  expect_refused([&] { (void)devctx::tensor(mem, Mat(k62, 4)); }, Errc::size_mismatch,
+                 {"(4611686018427387904, 4)", kWraps});
+  expect_refused([&] { (void)LayoutTensor<float, Mat>(v.data(), k62, 4); }, Errc::size_mismatch,
+                 {"(4611686018427387904, 4)"});
   expect_refused([&] { (void)LayoutTensor<float, CubeC>(v.data(), 2, k63, 2); }, Errc::size_mismatch, {"devctx::ColMajor"});
   // Representable but far larger than the memory: the extents and the exact span are named.
   expect_refused([&] { (void)devctx::tensor(mem, Mat(k32, k32 - 1)); }, Errc::size_mismatch,
@@ -195,9 +202,8 @@ class TensorLimits : public BackendTest {
   void check_fill_mat(std::size_t m, std::size_t n, std::size_t slack) {
     auto buf = devctx_test::poisoned_buffer<u32>(ctx(), m * n + slack);
     const u32 base = u32(rng());
-    ctx().enqueue_function<fill_mat>(
-        {.grid_dim = {unsigned((n + 15) / 16), unsigned((m + 15) / 16)}, .block_dim = {16, 16}},
-        devctx::tensor(buf, Mat(m, n)), base);
+    ctx().enqueue_function<fill_mat>({.grid_dim = {unsigned((n + 15) / 16), unsigned((m + 15) / 16)}, .block_dim = {16, 16}},
+                                     devctx::tensor(buf, Mat(m, n)), base);
     const auto got = download(ctx(), buf);
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(got[i * n + j], base + u32(i) * 4096u + u32(j)) << i << ", " << j;
@@ -248,7 +254,8 @@ TEST_P(TensorLimits, EveryDeviceFormRefusesLayoutsNearTheLimits) {
   const std::size_t x = 1 + rng() % 20, y = 1 + rng() % 20, z = 1 + rng() % 5;
   auto cube = devctx_test::poisoned_buffer<u32>(ctx(), x * y * z);
   const u32 base = u32(rng());
-  ctx().enqueue_function<fill_cube>({.grid_dim = {1, 1}, .block_dim = {32, 32}}, devctx::tensor(cube, CubeC(x, y, z)), base);
+  ctx().enqueue_function<fill_cube>({.grid_dim = {1, 1}, .block_dim = {32, 32}}, devctx::tensor(cube, CubeC(x, y, z)),
+                                    base);
   const auto got = download(ctx(), cube);
   for (std::size_t k = 0; k < z; ++k)
     for (std::size_t j = 0; j < y; ++j)
@@ -264,8 +271,9 @@ TEST_P(TensorLimits, HostBufferFormsRefuseLayoutsNearTheLimits) {
   expect_refused([&] { (void)devctx::tensor(host, Mat(k62, 4)); }, Errc::size_mismatch, {"(4611686018427387904, 4)"});
   expect_refused([&] { (void)devctx::tensor(std::as_const(host), RowMajor<dyn, 1024>(std::size_t{1} << 54)); },
                  Errc::size_mismatch, {"(18014398509481984, 1024)"});
-  expect_refused([&] { (void)devctx::tensor(host, Mat(8, 9)); }, Errc::size_mismatch,
-                 {"tensor over a HostBuffer: its layout (devctx::RowMajor with extents (8, 9) and strides (9, 1)) reaches 72"});
+  expect_refused(
+      [&] { (void)devctx::tensor(host, Mat(8, 9)); }, Errc::size_mismatch,
+      {"tensor over a HostBuffer: its layout (devctx::RowMajor with extents (8, 9) and strides (9, 1)) reaches 72"});
   for (std::size_t i = 0; i < host.size(); ++i) ASSERT_EQ(host[i], u32(i));
   // Still usable: a host tensor and a kernel.
   auto t = devctx::tensor(host, ColMajor<8, 8>{});

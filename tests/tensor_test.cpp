@@ -109,8 +109,8 @@ DEVCTX_KERNEL void cube_k(LayoutTensor<const std::int32_t, Cube> in, LayoutTenso
 
 /// C = A * B with tiles of A and B staged in shared memory through tensors (n a multiple of kTile).
 DEVCTX_KERNEL void matmul_k(LayoutTensor<const float, Mat> a, LayoutTensor<const float, Mat> b, LayoutTensor<float, Mat> c) {
-  DEVCTX_SHARED(float, as_mem, kTile * kTile);
-  DEVCTX_SHARED(float, bs_mem, kTile * kTile);
+  DEVCTX_SHARED(float, as_mem, kTile* kTile);
+  DEVCTX_SHARED(float, bs_mem, kTile* kTile);
   const LayoutTensor<float, RowMajor<kTile, kTile>> as(as_mem), bs(bs_mem);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned bi = devctx::block_idx().y, bj = devctx::block_idx().x;
@@ -128,8 +128,8 @@ DEVCTX_KERNEL void matmul_k(LayoutTensor<const float, Mat> a, LayoutTensor<const
 /// The same, block-level form.
 DEVCTX_KERNEL void matmul_block_k(devctx::Block blk, LayoutTensor<const float, Mat> a, LayoutTensor<const float, Mat> b,
                                   LayoutTensor<float, Mat> c) {
-  DEVCTX_SHARED(float, as_mem, kTile * kTile);
-  DEVCTX_SHARED(float, bs_mem, kTile * kTile);
+  DEVCTX_SHARED(float, as_mem, kTile* kTile);
+  DEVCTX_SHARED(float, bs_mem, kTile* kTile);
   const LayoutTensor<float, RowMajor<kTile, kTile>> as(as_mem), bs(bs_mem);
   auto acc = blk.per_thread<float>(0.0f);
   const unsigned bi = blk.idx().y, bj = blk.idx().x;
@@ -150,8 +150,8 @@ DEVCTX_KERNEL void matmul_block_k(devctx::Block blk, LayoutTensor<const float, M
 }
 
 /// Reads a reshaped view: out[i] = in viewed as rows x cols, element (i / cols, i % cols).
-DEVCTX_KERNEL void reshape_k(LayoutTensor<const std::int32_t, RowMajor<dyn>> in, LayoutTensor<std::int32_t, RowMajor<dyn>> out,
-                             unsigned cols) {
+DEVCTX_KERNEL void reshape_k(LayoutTensor<const std::int32_t, RowMajor<dyn>> in,
+                             LayoutTensor<std::int32_t, RowMajor<dyn>> out, unsigned cols) {
   const std::size_t i = devctx::global_idx().x;
   const auto m = in.reshape(Mat(in.extent(0) / cols, cols));
   if (i < out.extent(0)) out(i) = m(i / cols, i % cols) * 3;
@@ -320,9 +320,11 @@ TEST_P(Tensor, CheckingModeRefusesTileCoordinatesThatWrap) {
     EXPECT_EQ(e.code(), devctx::Errc::kernel_failed);
     const std::string m = e.what();
     EXPECT_NE(m.find("tensor tile (9223372036854775808, 0) is out of range: the tensor holds (2, 1) whole tiles"),
-              std::string::npos) << m;
+              std::string::npos)
+        << m;
   }
-  for (const float x : download(checked, out)) ASSERT_TRUE(devctx_test::same_bits(x, devctx_test::poison_value<float>()));
+  for (const float x : download(checked, out))
+    ASSERT_TRUE(devctx_test::same_bits(x, devctx_test::poison_value<float>()));
   checked.enqueue_function<read_tile_at>({.grid_dim = 1, .block_dim = 10}, devctx::tensor(in, Mat(4, 5)), out,
                                          std::uint64_t{1});
   const auto got = download(checked, out);

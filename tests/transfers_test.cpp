@@ -42,8 +42,8 @@ struct Limits {
 std::vector<std::size_t> size_classes() {
   const Limits l;
   std::set<std::size_t> sizes = {1, 4093};
-  for (const std::size_t s : {l.threshold - 1, l.threshold, l.threshold + 1, l.chunk, l.chunk + 3,
-                              3 * l.chunk + 12345, l.staging + l.chunk / 2 + 7})
+  for (const std::size_t s : {l.threshold - 1, l.threshold, l.threshold + 1, l.chunk, l.chunk + 3, 3 * l.chunk + 12345,
+                              l.staging + l.chunk / 2 + 7})
     if (s > 0 && s < (std::size_t{1} << 30)) sizes.insert(s);
   return {sizes.begin(), sizes.end()};
 }
@@ -131,7 +131,8 @@ TEST_P(Transfers, SlicesAtOddOffsetsBothWays) {
   ctx().enqueue_copy(d.slice(offset, count), std::span<const std::uint32_t>(values).subspan(1));
   const auto got = read_back<std::uint32_t>(ctx(), d);
   for (std::size_t i = 0; i < total; ++i) {
-    const std::uint32_t expected = i >= offset && i < offset + count ? values[i - offset + 1] : poison_value<std::uint32_t>();
+    const std::uint32_t expected = i >= offset && i < offset + count ? values[i - offset + 1]
+                                                                     : poison_value<std::uint32_t>();
     ASSERT_EQ(got[i], expected) << "element " << i;
   }
   // Download from a slice into the middle of a vector.
@@ -210,7 +211,8 @@ TEST_P(Transfers, FourStreamsFromFourHostThreads) {
     });
   }
   for (auto& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) EXPECT_TRUE(reports[std::size_t(t)].empty()) << "thread " << t << ": " << reports[std::size_t(t)];
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_TRUE(reports[std::size_t(t)].empty()) << "thread " << t << ": " << reports[std::size_t(t)];
   EXPECT_EQ(failures.load(), 0);
 }
 
@@ -308,7 +310,8 @@ TEST_P(Transfers, RegistrationRefusesEmptyAndOverlappingRanges) {
 
   std::vector<float> memory(100000);
   auto whole = ctx().register_host_memory(memory);
-  for (const auto& [offset, count] : {std::pair<std::size_t, std::size_t>{0, 100000}, {50000, 50000}, {99999, 1}, {10, 20}}) {
+  for (const auto& [offset, count] :
+       {std::pair<std::size_t, std::size_t>{0, 100000}, {50000, 50000}, {99999, 1}, {10, 20}}) {
     e = error_of([&] { (void)ctx().register_host_memory(std::span<float>(memory).subspan(offset, count)); });
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code(), devctx::Errc::invalid_argument);

@@ -482,15 +482,17 @@ TEST(CpuAddressSpace, OutOfMemoryNamesTheLimitThatApplied) {
       const std::string limit_text = std::to_string(limit.rlim_cur) + " bytes)";
       for (const bool host : {false, true}) {
         const auto e = error_of([&] {
-          if (host) (void)ctx.enqueue_create_host_buffer<char>(1024 * kMiB);
-          else (void)ctx.enqueue_create_buffer<char>(1024 * kMiB);
+          if (host)
+            (void)ctx.enqueue_create_host_buffer<char>(1024 * kMiB);
+          else
+            (void)ctx.enqueue_create_buffer<char>(1024 * kMiB);
         });
         ASSERT_TRUE(e);
         EXPECT_EQ(e->code(), Errc::out_of_memory) << e->what();
         EXPECT_THAT(e->what(), HasSubstr("cannot allocate 1.0 GiB"));
-        EXPECT_THAT(e->what(), HasSubstr(resource == RLIMIT_AS
-                                             ? "the process's address-space limit (RLIMIT_AS, `ulimit -v`) is "
-                                             : "the process's data limit (RLIMIT_DATA, `ulimit -d`) is "));
+        EXPECT_THAT(e->what(),
+                    HasSubstr(resource == RLIMIT_AS ? "the process's address-space limit (RLIMIT_AS, `ulimit -v`) is "
+                                                    : "the process's data limit (RLIMIT_DATA, `ulimit -d`) is "));
         EXPECT_THAT(e->what(), HasSubstr(limit_text));
         EXPECT_THAT(e->what(), HasSubstr(" of it in use; the machine has "));
       }
@@ -509,7 +511,7 @@ TEST(CpuAddressSpace, OutOfMemoryNamesTheLimitThatApplied) {
 // ================================================================================================
 
 TEST(CpuAddressSpace, ABufferLargerThanMemoryAndSwapIsRefusedUnderAnyOvercommitSetting) {
-  struct sysinfo info {};
+  struct sysinfo info{};
   ASSERT_EQ(sysinfo(&info), 0);
   const std::size_t backable = (std::size_t(info.totalram) + info.totalswap) * info.mem_unit;
   DeviceContext ctx{Api::cpu};
@@ -518,8 +520,10 @@ TEST(CpuAddressSpace, ABufferLargerThanMemoryAndSwapIsRefusedUnderAnyOvercommitS
     if (bytes <= backable) continue;
     for (const bool host : {false, true}) {
       const auto e = error_of([&] {
-        if (host) (void)ctx.enqueue_create_host_buffer<char>(bytes);
-        else (void)ctx.enqueue_create_buffer<char>(bytes);
+        if (host)
+          (void)ctx.enqueue_create_host_buffer<char>(bytes);
+        else
+          (void)ctx.enqueue_create_buffer<char>(bytes);
       });
       ASSERT_TRUE(e) << bytes << " bytes were allocated";
       EXPECT_EQ(e->code(), Errc::out_of_memory) << e->what();
@@ -593,8 +597,10 @@ void run_overflowing(unsigned with_barrier, bool big) {
   setenv("DEVCTX_CPU_THREADS", "2", 1);
   DeviceContext ctx{Api::cpu};
   auto out = ctx.enqueue_create_buffer<std::uint32_t>(64 * 4);
-  if (big) ctx.enqueue_function<big_frame>({.grid_dim = 4, .block_dim = 64}, out, with_barrier);
-  else ctx.enqueue_function<recurse>({.grid_dim = 4, .block_dim = 64}, out, 1u << 20, with_barrier);
+  if (big)
+    ctx.enqueue_function<big_frame>({.grid_dim = 4, .block_dim = 64}, out, with_barrier);
+  else
+    ctx.enqueue_function<recurse>({.grid_dim = 4, .block_dim = 64}, out, 1u << 20, with_barrier);
   ctx.synchronize();
   std::fprintf(stderr, "the overflowing kernel finished without a report\n");
   std::_Exit(0);
@@ -647,7 +653,7 @@ TEST(CpuStackOverflow, ASegfaultThatIsNotAnOverflowReachesThePreviousHandler) {
   EXPECT_EXIT(
       {
         no_core_files();
-        struct sigaction previous {};
+        struct sigaction previous{};
         previous.sa_handler = [](int) {
           const char text[] = "the program's own SIGSEGV handler ran\n";
           (void)!write(2, text, sizeof text - 1);

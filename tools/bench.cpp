@@ -93,7 +93,8 @@ void transfers(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<Be
     if (!gpu) continue;
     for (const bool to_device : {true, false}) {
       for (const bool pin : {true, false}) {
-        const std::string series = std::string("raw CUDA ") + (to_device ? "HtoD " : "DtoH ") + (pin ? "pinned" : "pageable");
+        const std::string series = std::string("raw CUDA ") + (to_device ? "HtoD " : "DtoH ") +
+                                   (pin ? "pinned" : "pageable");
         progress.step(series + " " + bytes_text(bytes));
         if (const auto us = raw_cuda_copy_us(ctx.id(), bytes, to_device, pin, int(n)))
           rows.push_back({"transfers", series, bytes, "bytes", n, *us, double(bytes) / (*us * 1000.0)});
@@ -133,8 +134,10 @@ void allocations(devctx::DeviceContext& ctx, std::size_t max_bytes, std::vector<
       // Host time, create and drop included, until the frees have run.
       const auto start = devctx_bench::Clock::now();
       for (std::uint64_t i = 0; i < n; ++i) {
-        if (host) (void)ctx.enqueue_create_host_buffer<std::byte>(bytes);
-        else (void)ctx.enqueue_create_buffer<std::byte>(bytes);
+        if (host)
+          (void)ctx.enqueue_create_host_buffer<std::byte>(bytes);
+        else
+          (void)ctx.enqueue_create_buffer<std::byte>(bytes);
       }
       ctx.synchronize();
       rows.push_back({"alloc", series, bytes, "bytes", n, devctx_bench::us_since(start) / double(n), -1});
@@ -152,14 +155,18 @@ int run_bench(const BenchOptions& o) {
                                                : devctx::DeviceContext{devctx::parse_device(o.device).api,
                                                                        devctx::parse_device(o.device).id};
   const bool gpu = ctx.backend().name == "cuda";
-  const std::size_t max_bytes = o.max_bytes != 0 ? o.max_bytes : gpu ? (std::size_t{256} << 20) : (std::size_t{16} << 20);
+  const std::size_t max_bytes = o.max_bytes != 0 ? o.max_bytes
+                                : gpu            ? (std::size_t{256} << 20)
+                                                 : (std::size_t{16} << 20);
   std::vector<BenchRow> rows;
   if (o.suite == "transfers" || o.suite == "all") transfers(ctx, max_bytes, rows);
   if (o.suite == "launch" || o.suite == "all") launches(ctx, rows);
   if (o.suite == "alloc" || o.suite == "all") allocations(ctx, max_bytes, rows);
   const std::string device = std::string(devctx::to_string(ctx.api())) + ":" + std::to_string(ctx.id());
-  if (o.json) std::fputs(bench_json(rows, device, ctx.name(), o.suite).c_str(), stdout);
-  else if (o.csv) std::fputs(bench_csv(rows).c_str(), stdout);
+  if (o.json)
+    std::fputs(bench_json(rows, device, ctx.name(), o.suite).c_str(), stdout);
+  else if (o.csv)
+    std::fputs(bench_csv(rows).c_str(), stdout);
   else {
     std::printf("devctx bench %s on %s (%s)\n", o.suite.c_str(), device.c_str(), ctx.name().c_str());
     bench_table(rows);

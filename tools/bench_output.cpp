@@ -22,7 +22,7 @@ std::string bench_json(const std::vector<BenchRow>& rows, const std::string& dev
   doc["suite"] = suite;
   doc["results"] = nlohmann::json::array();
   for (const BenchRow& r : rows) {
-    nlohmann::json row = {{"suite", r.suite}, {"series", r.series},       {"size", r.size},
+    nlohmann::json row = {{"suite", r.suite}, {"series", r.series},         {"size", r.size},
                           {"unit", r.unit},   {"iterations", r.iterations}, {"time_us", r.time_us}};
     if (r.gb_per_s >= 0) row["gb_per_s"] = r.gb_per_s;
     doc["results"].push_back(row);
@@ -52,8 +52,10 @@ void bench_table(const std::vector<BenchRow>& rows) {
     const std::string size = r.unit == "bytes" ? bytes_text(r.size) : std::to_string(r.size) + " blocks";
     std::printf("%-9s %-44s %24s %10llu %12.2f ", r.suite.c_str(), r.series.c_str(), size.c_str(),
                 static_cast<unsigned long long>(r.iterations), r.time_us);
-    if (r.gb_per_s >= 0) std::printf("%10.2f\n", r.gb_per_s);
-    else std::printf("%10s\n", "-");
+    if (r.gb_per_s >= 0)
+      std::printf("%10.2f\n", r.gb_per_s);
+    else
+      std::printf("%10s\n", "-");
   }
 }
 

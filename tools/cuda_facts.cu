@@ -56,7 +56,9 @@ class TimedStream {
   [[nodiscard]] bool fine() const noexcept { return fine_; }
   [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
   /// Waits for the warm-up, then marks the start of the timed work.
-  [[nodiscard]] bool begin() const noexcept { return ok(cudaStreamSynchronize(stream_)) && ok(cudaEventRecord(start_, stream_)); }
+  [[nodiscard]] bool begin() const noexcept {
+    return ok(cudaStreamSynchronize(stream_)) && ok(cudaEventRecord(start_, stream_));
+  }
   [[nodiscard]] std::optional<double> us_per(int iterations) const noexcept {
     float ms = 0;
     if (!ok(cudaEventRecord(stop_, stream_)) || !ok(cudaEventSynchronize(stop_)) ||
@@ -107,7 +109,9 @@ std::optional<double> raw_cuda_copy_us(int id, std::size_t bytes, bool host_to_d
     // enqueue_copy from pageable memory promises (done on return).
     // Both sides hold defined bytes (compute-sanitizer's initcheck reads every copy's source).
     std::memset(host, 1, bytes);
-    const auto copy = [&] { return ok(devctx_bench::raw_copy(device, host, bytes, host_to_device, stream.get(), !pinned)); };
+    const auto copy = [&] {
+      return ok(devctx_bench::raw_copy(device, host, bytes, host_to_device, stream.get(), !pinned));
+    };
     bool fine = ok(cudaMemset(device, 2, bytes)) && copy() && stream.begin();  // warm-up
     for (int i = 0; fine && i < iterations; ++i) fine = copy();
     if (fine) result = stream.us_per(iterations);

@@ -12,10 +12,10 @@
 namespace devctx_tool {
 
 struct GpuFacts {
-  int driver_version = 0;    ///< 13000 = CUDA 13.0
+  int driver_version = 0;  ///< 13000 = CUDA 13.0
   int runtime_version = 0;
-  std::string pci_bus_id;    ///< "0000:19:00.0"
-  int clock_khz = 0;         ///< SM clock
+  std::string pci_bus_id;  ///< "0000:19:00.0"
+  int clock_khz = 0;       ///< SM clock
   int memory_clock_khz = 0;
   int memory_bus_bits = 0;
   std::size_t l2_bytes = 0;

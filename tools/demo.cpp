@@ -80,8 +80,7 @@ int run_demo(const DemoOptions& o) {
   const std::size_t vec_bytes = n * sizeof(float);
 
   std::printf("devctx demo on %s:%d (%s)\n", devctx::to_string(ctx.api()), ctx.id(), ctx.name().c_str());
-  std::printf("  n = %zu floats, %s per vector, random inputs with seed %u\n", n, bytes_text(vec_bytes).c_str(),
-              seed);
+  std::printf("  n = %zu floats, %s per vector, random inputs with seed %u\n", n, bytes_text(vec_bytes).c_str(), seed);
   std::printf("  out = (a + b) * %g, then block_sum: %u sums of %u elements (shared memory + barriers%s)\n",
               double(o.scale), blocks, kBlock, o.block_level ? ", block-level form" : "");
 
@@ -115,15 +114,17 @@ int run_demo(const DemoOptions& o) {
     const auto e2 = ctx.record_event();
     ctx.enqueue_function<scale>(cfg, d_out, o.scale);
     const auto e3 = ctx.record_event();
-    if (o.block_level) ctx.enqueue_function<block_sum_phases>(cfg, d_out, d_sums);
-    else ctx.enqueue_function<block_sum>(cfg, d_out, d_sums);
+    if (o.block_level)
+      ctx.enqueue_function<block_sum_phases>(cfg, d_out, d_sums);
+    else
+      ctx.enqueue_function<block_sum>(cfg, d_out, d_sums);
     const auto e4 = ctx.record_event();
     ctx.enqueue_copy(h_out, d_out);
     ctx.enqueue_copy(h_sums, d_sums);
     const auto e5 = ctx.record_event();
     ctx.synchronize();  // h_out and h_sums are valid from here on
-    t = {devctx::elapsed_ms(e0, e1), devctx::elapsed_ms(e1, e2), devctx::elapsed_ms(e2, e3),
-         devctx::elapsed_ms(e3, e4), devctx::elapsed_ms(e4, e5)};
+    t = {devctx::elapsed_ms(e0, e1), devctx::elapsed_ms(e1, e2), devctx::elapsed_ms(e2, e3), devctx::elapsed_ms(e3, e4),
+         devctx::elapsed_ms(e4, e5)};
   }
 
   const std::size_t sums_bytes = blocks * sizeof(float);
@@ -158,17 +159,18 @@ int run_demo(const DemoOptions& o) {
   }
   std::printf("\n  sum of all elements: device %.6f, host %.6f\n", total_device, total_host);
   if (bad_out != 0 || bad_sums != 0) {
-    std::printf("FAILED: %zu of %zu elements and %zu of %u block sums differ from the host (seed %u)\n", bad_out,
-                n, bad_sums, blocks, seed);
+    std::printf("FAILED: %zu of %zu elements and %zu of %u block sums differ from the host (seed %u)\n", bad_out, n,
+                bad_sums, blocks, seed);
     return Exit::check_failed;
   }
   std::printf("PASSED: all %zu elements and %u block sums match the host reference\n", n, blocks);
   if (ctx.api() == devctx::Api::cpu && !o.block_level)
-    std::printf("\nnote: on the CPU backend a kernel with barriers (block_sum) runs as loops over its threads when\n"
-                "the build's fission translator gave it a block-level twin (DEVCTX_TRACE=1 says, per kernel,\n"
-                "\"translated\" or why not); otherwise its threads switch at every barrier, far more slowly. The\n"
-                "block-level form written by hand is fast either way, and unchanged on a GPU: try\n"
-                "`devctx demo --block-level` (docs/cpu-backend.md; docs/guide.md, \"The block-level kernel form\").\n");
+    std::printf(
+        "\nnote: on the CPU backend a kernel with barriers (block_sum) runs as loops over its threads when\n"
+        "the build's fission translator gave it a block-level twin (DEVCTX_TRACE=1 says, per kernel,\n"
+        "\"translated\" or why not); otherwise its threads switch at every barrier, far more slowly. The\n"
+        "block-level form written by hand is fast either way, and unchanged on a GPU: try\n"
+        "`devctx demo --block-level` (docs/cpu-backend.md; docs/guide.md, \"The block-level kernel form\").\n");
   return Exit::ok;
 }
 

@@ -108,10 +108,11 @@ int main(int argc, char** argv) {
   // what machines read (--json, --csv, the SVG files, trace files) is written with
   // std::to_chars and stays the same under every locale (tests/tools/check_locale.py).
   std::setlocale(LC_ALL, "");
-  CLI::App app{"devctx: one kernel source for the CPU and CUDA GPUs, with Mojo's DeviceContext model.\n"
-               "Lists the devices (info), runs a checked, timed round trip (demo), measures transfers,\n"
-               "launches and allocations (bench), and reports on a trace file (trace summarize).",
-               "devctx"};
+  CLI::App app{
+      "devctx: one kernel source for the CPU and CUDA GPUs, with Mojo's DeviceContext model.\n"
+      "Lists the devices (info), runs a checked, timed round trip (demo), measures transfers,\n"
+      "launches and allocations (bench), and reports on a trace file (trace summarize).",
+      "devctx"};
   app.set_version_flag("--version", std::string("devctx ") + DEVCTX_VERSION_STRING +
 #if DEVCTX_TOOL_WITH_CUDA
                                         " (backends: cpu, cuda)"
@@ -120,23 +121,25 @@ int main(int argc, char** argv) {
 #endif
   );
   app.require_subcommand(1);
-  app.footer("The default device is DEVCTX_DEVICE (cpu, cuda, cuda:N) if set, else the first CUDA GPU, else the CPU.\n"
-             "DEVCTX_TRACE_FILE=out.json writes a trace of any devctx program (this one too), DEVCTX_REPORT=1\n"
-             "prints where the time went at exit (docs/observability.md).");
+  app.footer(
+      "The default device is DEVCTX_DEVICE (cpu, cuda, cuda:N) if set, else the first CUDA GPU, else the CPU.\n"
+      "DEVCTX_TRACE_FILE=out.json writes a trace of any devctx program (this one too), DEVCTX_REPORT=1\n"
+      "prints where the time went at exit (docs/observability.md).");
 
   bool brief = false, info_json = false, info_settings = false;
   auto* info = app.add_subcommand("info", "List every device (CPU and each CUDA GPU) with its properties");
   info->add_flag("-b,--brief", brief, "Values only, without the explanation of each property");
-  info->add_flag("--json", info_json, "One JSON document: every device's properties (and a GPU's versions, PCI bus id, clocks, L2)");
-  info->add_flag("--settings", info_settings, "Every DEVCTX_* environment variable: type, default, allowed values, meaning, value now");
+  info->add_flag("--json", info_json,
+                 "One JSON document: every device's properties (and a GPU's versions, PCI bus id, clocks, L2)");
+  info->add_flag("--settings", info_settings,
+                 "Every DEVCTX_* environment variable: type, default, allowed values, meaning, value now");
 
   DemoOptions demo_options;
   std::string demo_n = std::to_string(demo_options.n);
-  auto* demo = app.add_subcommand(
-      "demo", "Round trip on a device: upload random vectors, vector_add -> scale -> block_sum, download;\n"
-              "check every element against the host and show where the time went");
-  demo->add_option("-d,--device", demo_options.device, "cpu, cuda or cuda:N (default: the default device)")
-      ->check(check_device);
+  auto* demo = app.add_subcommand("demo",
+                                  "Round trip on a device: upload random vectors, vector_add -> scale -> block_sum, download;\n"
+                                  "check every element against the host and show where the time went");
+  demo->add_option("-d,--device", demo_options.device, "cpu, cuda or cuda:N (default: the default device)")->check(check_device);
   demo->add_option("-n,--n", demo_n, "Elements per vector, 1 to 2^34 (digits, or 1e6)")->capture_default_str();
   demo->add_flag("--block-level", demo_options.block_level,
                  "Run block_sum in the block-level form (devctx::Block): same result, much faster on the CPU");
@@ -144,25 +147,29 @@ int main(int argc, char** argv) {
 
   BenchOptions bench_options;
   std::string bench_max;
-  auto* bench = app.add_subcommand("bench", "Size sweeps on one device: transfers (each path and direction, raw CUDA\n"
-                                            "next to devctx on a GPU), kernel launches, allocations");
+  auto* bench = app.add_subcommand("bench",
+                                   "Size sweeps on one device: transfers (each path and direction, raw CUDA\n"
+                                   "next to devctx on a GPU), kernel launches, allocations");
   bench->add_option("suite", bench_options.suite, "transfers, launch, alloc or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"transfers", "launch", "alloc", "all"}).description(""));
-  bench->add_option("-d,--device", bench_options.device, "cpu, cuda or cuda:N (default: the default device)")
-      ->check(check_device);
-  bench->add_option("--max-bytes", bench_max, "Largest transfer and allocation (default 256 MiB on a GPU, 16 MiB on the CPU)");
+  bench->add_option("-d,--device", bench_options.device, "cpu, cuda or cuda:N (default: the default device)")->check(check_device);
+  bench->add_option("--max-bytes", bench_max,
+                    "Largest transfer and allocation (default 256 MiB on a GPU, 16 MiB on the CPU)");
   auto* as_json = bench->add_flag("--json", bench_options.json, "Results as JSON (schema: tests/tools/bench_schema.json)");
   bench->add_flag("--csv", bench_options.csv, "Results as CSV")->excludes(as_json);
-  bench->add_option("--plot", bench_options.plot, "Also write an SVG plot: GB/s against size, one line per path and direction");
+  bench->add_option("--plot", bench_options.plot,
+                    "Also write an SVG plot: GB/s against size, one line per path and direction");
 
   std::string trace_file;
   auto* trace = app.add_subcommand("trace", "Work with a trace file written by DEVCTX_TRACE_FILE");
   trace->require_subcommand(1);
-  auto* summarize = trace->add_subcommand("summarize", "Where the time went: bytes and time per transfer kind, kernels, advice");
+  auto* summarize = trace->add_subcommand("summarize",
+                                          "Where the time went: bytes and time per transfer kind, kernels, advice");
   summarize->add_option("file", trace_file, "The trace (JSON) to read")->required();
   std::string timeline_svg;
-  auto* timeline = trace->add_subcommand("timeline", "Draw the device work of a trace as an SVG timeline, one row per stream");
+  auto* timeline = trace->add_subcommand("timeline",
+                                         "Draw the device work of a trace as an SVG timeline, one row per stream");
   timeline->add_option("file", trace_file, "The trace (JSON) to read")->required();
   timeline->add_option("--svg", timeline_svg, "The SVG file to write")->required();
 
@@ -185,7 +192,8 @@ int main(int argc, char** argv) {
       return run_demo(demo_options);
     }
     if (*bench) {
-      if (!bench_max.empty()) bench_options.max_bytes = parse_count(bench_max, "--max-bytes", 4096, std::size_t{1} << 36);
+      if (!bench_max.empty())
+        bench_options.max_bytes = parse_count(bench_max, "--max-bytes", 4096, std::size_t{1} << 36);
       return run_bench(bench_options);
     }
     if (*summarize) return run_trace_summarize(trace_file);

@@ -95,15 +95,16 @@ void print_device(devctx::Api api, int id, bool brief) {
     rows.push_back({"driver / runtime", "CUDA " + version_text(f->driver_version) + " / " + version_text(f->runtime_version),
                     "the driver must be at least as new as the runtime devctx was built with"});
     rows.push_back({"PCI bus id", f->pci_bus_id, "where the GPU sits (nvidia-smi names it so)"});
-    rows.push_back({"clocks (SM / memory)", mhz_text(f->clock_khz) + " / " + mhz_text(f->memory_clock_khz),
-                    "peak clocks"});
+    rows.push_back({"clocks (SM / memory)", mhz_text(f->clock_khz) + " / " + mhz_text(f->memory_clock_khz), "peak clocks"});
     rows.push_back({"memory bus", std::to_string(f->memory_bus_bits) + " bits", "width of the path to device memory"});
     rows.push_back({"L2 cache", bytes_text(f->l2_bytes), "shared by all SMs; data reused within it is not re-read"});
   }
   std::printf("\n%s:%d  %s\n", devctx::to_string(api), id, i.name.c_str());
   for (const Row& r : rows) {
-    if (brief) std::printf("  %-24s %s\n", r.name, r.value.c_str());
-    else std::printf("  %-24s %-32s %s\n", r.name, r.value.c_str(), r.meaning);
+    if (brief)
+      std::printf("  %-24s %s\n", r.name, r.value.c_str());
+    else
+      std::printf("  %-24s %-32s %s\n", r.name, r.value.c_str(), r.meaning);
   }
 }
 
@@ -126,10 +127,11 @@ int run_info(bool brief, bool json) {
     doc["backends"] = nlohmann::json::array();
     doc["devices"] = nlohmann::json::array();
     for (const auto& [backend, count] : counts) {
-      doc["backends"].push_back({{"name", backend->name},
-                                 {"built", backend->built},
-                                 {"devices", count},
-                                 {"absent_reason", count == 0 ? nlohmann::json(backend->absent_reason()) : nlohmann::json(nullptr)}});
+      doc["backends"].push_back(
+          {{"name", backend->name},
+           {"built", backend->built},
+           {"devices", count},
+           {"absent_reason", count == 0 ? nlohmann::json(backend->absent_reason()) : nlohmann::json(nullptr)}});
       for (int id = 0; id < count; ++id) doc["devices"].push_back(device_json(backend->api, id));
     }
     std::printf("%s\n", doc.dump(2).c_str());
@@ -138,8 +140,10 @@ int run_info(bool brief, bool json) {
   // "2 devices: 1 cpu, 1 cuda" or "1 device: 1 cpu; no cuda device: devctx was built without CUDA (...)".
   std::string present, absent;
   for (const auto& [backend, count] : counts) {
-    if (count > 0) present += (present.empty() ? "" : ", ") + std::to_string(count) + " " + std::string(backend->name);
-    else absent += "; no " + std::string(backend->name) + " device: " + backend->absent_reason();
+    if (count > 0)
+      present += (present.empty() ? "" : ", ") + std::to_string(count) + " " + std::string(backend->name);
+    else
+      absent += "; no " + std::string(backend->name) + " device: " + backend->absent_reason();
   }
   std::printf("%d device%s: %s%s\n", total, total == 1 ? "" : "s", present.c_str(), absent.c_str());
 

@@ -84,8 +84,9 @@ std::string bench_svg(const std::vector<BenchRow>& all_rows, const std::string& 
   const std::string unit = rows.empty() ? "bytes" : rows.front().unit;
 
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" + svg_number(height) +
-         "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" +
+         svg_number(height) + "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) +
+         "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"" + svg_number(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
   // Axes, grid and tick labels.
@@ -107,12 +108,12 @@ std::string bench_svg(const std::vector<BenchRow>& all_rows, const std::string& 
            xml_escape(size_label(std::uint64_t(1) << e, unit)) + "</text>\n";
   }
   svg += "</g>\n";
-  svg += "<line x1=\"" + svg_number(left) + "\" y1=\"" + svg_number(top + plot_h) + "\" x2=\"" + svg_number(left + plot_w) +
-         "\" y2=\"" + svg_number(top + plot_h) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + svg_number(left) + "\" y1=\"" + svg_number(top + plot_h) + "\" x2=\"" +
+         svg_number(left + plot_w) + "\" y2=\"" + svg_number(top + plot_h) + "\" stroke=\"black\"/>\n";
   svg += "<line x1=\"" + svg_number(left) + "\" y1=\"" + svg_number(top) + "\" x2=\"" + svg_number(left) + "\" y2=\"" +
          svg_number(top + plot_h) + "\" stroke=\"black\"/>\n";
-  svg += "<text x=\"" + svg_number(left + plot_w / 2) + "\" y=\"" + svg_number(height - 16) + "\" text-anchor=\"middle\">" +
-         (unit == "bytes" ? "size (log scale)" : "blocks (log scale)") + "</text>\n";
+  svg += "<text x=\"" + svg_number(left + plot_w / 2) + "\" y=\"" + svg_number(height - 16) +
+         "\" text-anchor=\"middle\">" + (unit == "bytes" ? "size (log scale)" : "blocks (log scale)") + "</text>\n";
   svg += "<text transform=\"translate(18 " + svg_number(top + plot_h / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
          (bandwidth ? "GB/s" : "microseconds per operation") + "</text>\n";
   // One polyline per series, and its legend entry.
@@ -126,9 +127,10 @@ std::string bench_svg(const std::vector<BenchRow>& all_rows, const std::string& 
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(colour) + "\" stroke-width=\"2\" points=\"" + points +
            "\"><title>" + xml_escape(order[s]) + "</title></polyline>\n";
     const double ly = top + 10 + 20 * double(s);
-    svg += "<rect x=\"" + svg_number(left + plot_w + 16) + "\" y=\"" + svg_number(ly - 9) + "\" width=\"14\" height=\"4\" fill=\"" +
-           colour + "\"/>\n";
-    svg += "<text x=\"" + svg_number(left + plot_w + 36) + "\" y=\"" + svg_number(ly) + "\">" + xml_escape(order[s]) + "</text>\n";
+    svg += "<rect x=\"" + svg_number(left + plot_w + 16) + "\" y=\"" + svg_number(ly - 9) +
+           "\" width=\"14\" height=\"4\" fill=\"" + colour + "\"/>\n";
+    svg += "<text x=\"" + svg_number(left + plot_w + 36) + "\" y=\"" + svg_number(ly) + "\">" + xml_escape(order[s]) +
+           "</text>\n";
   }
   svg += "</svg>\n";
   return svg;

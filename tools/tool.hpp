@@ -45,18 +45,18 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path);
 [[nodiscard]] std::string svg_number(double v);
 
 struct BenchOptions {
-  std::string suite = "all";          ///< transfers, launch, alloc or all
-  std::string device;                 ///< as for demo; empty: the default device
-  std::size_t max_bytes = 0;          ///< largest transfer/allocation; 0: the suite's default
-  bool json = false, csv = false;     ///< output formats (a table otherwise)
-  std::string plot;                   ///< SVG file to write, if any
+  std::string suite = "all";       ///< transfers, launch, alloc or all
+  std::string device;              ///< as for demo; empty: the default device
+  std::size_t max_bytes = 0;       ///< largest transfer/allocation; 0: the suite's default
+  bool json = false, csv = false;  ///< output formats (a table otherwise)
+  std::string plot;                ///< SVG file to write, if any
 };
 /// One measurement of `devctx bench`.
 struct BenchRow {
-  std::string suite;     ///< "transfers", "launch", "alloc"
-  std::string series;    ///< "devctx HtoD pinned", "raw CUDA DtoH pageable", ...
+  std::string suite;   ///< "transfers", "launch", "alloc"
+  std::string series;  ///< "devctx HtoD pinned", "raw CUDA DtoH pageable", ...
   std::uint64_t size = 0;
-  std::string unit;      ///< "bytes" or "blocks"
+  std::string unit;  ///< "bytes" or "blocks"
   std::uint64_t iterations = 0;
   double time_us = 0;    ///< per operation
   double gb_per_s = -1;  ///< transfers only (10^9 bytes per second); -1 elsewhere
@@ -73,8 +73,8 @@ void bench_table(const std::vector<BenchRow>& rows);
 [[nodiscard]] std::string bench_svg(const std::vector<BenchRow>& rows, const std::string& title);
 
 struct DemoOptions {
-  std::string device;        ///< as devctx::parse_device reads it; empty: the default device
-  std::size_t n = 1 << 20;   ///< elements per vector
+  std::string device;                 ///< as devctx::parse_device reads it; empty: the default device
+  std::size_t n = 1 << 20;            ///< elements per vector
   std::optional<std::uint32_t> seed;  ///< random seed of the inputs; fresh when empty
   float scale = 2.5f;
   bool block_level = false;  ///< block_sum in the block-level form (devctx::Block)

@@ -27,8 +27,8 @@ Kind kind_of(const std::string& text) {
 }
 
 Direction direction_of(const std::string& text) {
-  for (const Direction d : {Direction::host_to_device, Direction::device_to_host, Direction::device_to_device,
-                            Direction::host_to_host})
+  for (const Direction d :
+       {Direction::host_to_device, Direction::device_to_host, Direction::device_to_device, Direction::host_to_host})
     if (text == devctx::trace::to_string(d)) return d;
   return Direction::none;
 }

@@ -50,7 +50,8 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
   }
   std::erase_if(ops, [](const auto& op) { return !op.device_begin_us || !op.device_end_us; });
   if (ops.empty()) {
-    std::fprintf(stderr, "devctx: error: '%s' holds no device times (was the work synchronized before the program ended?)\n",
+    std::fprintf(stderr,
+                 "devctx: error: '%s' holds no device times (was the work synchronized before the program ended?)\n",
                  path.c_str());
     return Exit::error;
   }
@@ -70,20 +71,21 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
   auto x_of = [&](double us) { return left + (us - t0) / (t1 - t0) * plot_w; };
 
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" + svg_number(height) +
-         "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" +
+         svg_number(height) + "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) +
+         "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   // Numbers in the SVG with std::to_chars (svg_number, fixed_text): a '.' under every locale.
   using devctx::detail::fixed_text;
-  const std::string title =
-      "device timeline: " + std::to_string(ops.size()) + " operations over " + fixed_text((t1 - t0) / 1000.0, 3) + " ms";
+  const std::string title = "device timeline: " + std::to_string(ops.size()) + " operations over " +
+                            fixed_text((t1 - t0) / 1000.0, 3) + " ms";
   svg += "<text x=\"" + svg_number(left) + "\" y=\"24\" font-size=\"15\">" + xml_escape(title) + "</text>\n";
   for (const auto& [key, row] : rows) {
     const double y = top + row_h * row;
     svg += "<text x=\"8\" y=\"" + svg_number(y + row_h / 2 + 4) + "\">" +
            xml_escape(key.first.substr(0, key.first.find(' ')) + " stream " + std::to_string(key.second)) + "</text>\n";
-    svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + plot_w) + "\" y1=\"" + svg_number(y + row_h) + "\" y2=\"" +
-           svg_number(y + row_h) + "\" stroke=\"#eee\"/>\n";
+    svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + plot_w) + "\" y1=\"" +
+           svg_number(y + row_h) + "\" y2=\"" + svg_number(y + row_h) + "\" stroke=\"#eee\"/>\n";
   }
   std::map<std::string, const char*> legend;
   for (const auto& op : ops) {
@@ -97,23 +99,24 @@ int run_trace_timeline(const std::string& path, const std::string& svg_path) {
     // of a temporary string.
     std::string size;
     if (op.bytes > 0) size.append(" ").append(bytes_text(op.bytes));
-    svg += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"" + svg_number(w) + "\" height=\"" + svg_number(row_h - 10) +
-           "\" fill=\"" + s.colour + "\"><title>" + xml_escape(op.name) + size +
-           tip + "</title></rect>\n";
+    svg += "<rect x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\" width=\"" + svg_number(w) + "\" height=\"" +
+           svg_number(row_h - 10) + "\" fill=\"" + s.colour + "\"><title>" + xml_escape(op.name) + size + tip +
+           "</title></rect>\n";
   }
   const double axis_y = top + row_h * double(rows.size()) + 4;
-  svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + plot_w) + "\" y1=\"" + svg_number(axis_y) + "\" y2=\"" +
-         svg_number(axis_y) + "\" stroke=\"black\"/>\n";
+  svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + plot_w) + "\" y1=\"" + svg_number(axis_y) +
+         "\" y2=\"" + svg_number(axis_y) + "\" stroke=\"black\"/>\n";
   for (int i = 0; i <= 5; ++i) {
     const double us = t0 + (t1 - t0) * i / 5;
     const std::string label = fixed_text((us - t0) / 1000.0, 2) + " ms";
-    svg += "<text x=\"" + svg_number(x_of(us)) + "\" y=\"" + svg_number(axis_y + 16) + "\" text-anchor=\"middle\">" + label +
-           "</text>\n";
+    svg += "<text x=\"" + svg_number(x_of(us)) + "\" y=\"" + svg_number(axis_y + 16) + "\" text-anchor=\"middle\">" +
+           label + "</text>\n";
   }
   double lx = left;
   for (const auto& [label, colour] : legend) {
-    svg += "<rect x=\"" + svg_number(lx) + "\" y=\"" + svg_number(axis_y + 34) + "\" width=\"12\" height=\"12\" fill=\"" + colour +
-           "\"/>\n<text x=\"" + svg_number(lx + 16) + "\" y=\"" + svg_number(axis_y + 44) + "\">" + xml_escape(label) + "</text>\n";
+    svg += "<rect x=\"" + svg_number(lx) + "\" y=\"" + svg_number(axis_y + 34) +
+           "\" width=\"12\" height=\"12\" fill=\"" + colour + "\"/>\n<text x=\"" + svg_number(lx + 16) + "\" y=\"" +
+           svg_number(axis_y + 44) + "\">" + xml_escape(label) + "</text>\n";
     lx += 30 + 7.0 * double(label.size());
   }
   svg += "</svg>\n";

@@ -32,7 +32,8 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  devctx_bench::Args args("devctx_bench_checking", "What checking mode costs: the devctx rows' kernels unchecked and checked");
+  devctx_bench::Args args("devctx_bench_checking",
+                          "What checking mode costs: the devctx rows' kernels unchecked and checked");
   args.option("--reps", o.reps, "Timed repetitions of each kernel in each mode (median reported)", 1, 1000);
   args.option("--k1-n", o.k1_n, "Problem size of K1 (elements)", 1, std::size_t{1} << 32);
   args.option("--k2-n", o.k2_n, "Problem size of K2 (elements)", 1, std::size_t{1} << 32);
@@ -43,7 +44,9 @@ Options parse(int argc, char** argv) {
 
 /// Milliseconds per run of `run`: the median of `reps`, after one warm-up (first touch of the
 /// buffers, fiber stacks).
-double median_ms(int reps, const std::function<void()>& run) { return 1e3 * devctx_bench::median_seconds(reps, 1, run); }
+double median_ms(int reps, const std::function<void()>& run) {
+  return 1e3 * devctx_bench::median_seconds(reps, 1, run);
+}
 
 std::vector<float> random_floats(std::mt19937_64& rng, std::size_t n) {
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -108,8 +111,7 @@ int main(int argc, char** argv) {
       const double on = median_ms(o.reps, [&] { row.run(*checked); });
       // Checking must not change a result: the two runs are bit-identical.
       const bool same = row.result(*plain) == row.result(*checked);
-      std::printf("%-34s %14.3f %14.3f %9.1fx%s\n", row.name.c_str(), off, on, on / off,
-                  same ? "" : "  RESULTS DIFFER");
+      std::printf("%-34s %14.3f %14.3f %9.1fx%s\n", row.name.c_str(), off, on, on / off, same ? "" : "  RESULTS DIFFER");
       if (!same) return 1;
     }
     first = false;

@@ -50,8 +50,8 @@ DEVCTX_KERNEL void block_reduce_phases(devctx::Block blk, devctx::span<const flo
 // ---- K3: tiled matmul, CUDA style (two barriers per tile step) -------------------------------
 DEVCTX_KERNEL void matmul_tiled(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
                                 unsigned n) {
-  DEVCTX_SHARED(float, as, kTile * kTile);
-  DEVCTX_SHARED(float, bs, kTile * kTile);
+  DEVCTX_SHARED(float, as, kTile* kTile);
+  DEVCTX_SHARED(float, bs, kTile* kTile);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned row = devctx::block_idx().y * kTile + ty, col = devctx::block_idx().x * kTile + tx;
   float acc = 0.0f;
@@ -68,8 +68,8 @@ DEVCTX_KERNEL void matmul_tiled(devctx::span<const float> a, devctx::span<const 
 // ---- K3: tiled matmul, block-level form --------------------------------------------------------
 DEVCTX_KERNEL void matmul_phases(devctx::Block blk, devctx::span<const float> a, devctx::span<const float> b,
                                  devctx::span<float> c, unsigned n) {
-  DEVCTX_SHARED(float, as, kTile * kTile);
-  DEVCTX_SHARED(float, bs, kTile * kTile);
+  DEVCTX_SHARED(float, as, kTile* kTile);
+  DEVCTX_SHARED(float, bs, kTile* kTile);
   auto acc = blk.per_thread<float>(0.0f);
   const std::size_t row0 = std::size_t(blk.idx().y) * kTile, col0 = std::size_t(blk.idx().x) * kTile;
   for (std::size_t k0 = 0; k0 < n; k0 += kTile) {
@@ -119,9 +119,12 @@ class Runner final : public bench::DevctxRunner {
   }
   void run_k2() override {
     const devctx::LaunchConfig cfg{.grid_dim = unsigned(k2_sums_.size()), .block_dim = kReduceBlock};
-    if (form_ == bench::DevctxForm::cuda_style) ctx_.enqueue_function<block_reduce>(cfg, k2_in_, k2_sums_);
-    else if (form_ == bench::DevctxForm::hand_twin) ctx_.enqueue_function<block_reduce_hand>(cfg, k2_in_, k2_sums_);
-    else ctx_.enqueue_function<block_reduce_phases>(cfg, k2_in_, k2_sums_);
+    if (form_ == bench::DevctxForm::cuda_style)
+      ctx_.enqueue_function<block_reduce>(cfg, k2_in_, k2_sums_);
+    else if (form_ == bench::DevctxForm::hand_twin)
+      ctx_.enqueue_function<block_reduce_hand>(cfg, k2_in_, k2_sums_);
+    else
+      ctx_.enqueue_function<block_reduce_phases>(cfg, k2_in_, k2_sums_);
     ctx_.synchronize();
   }
   void download_k2(float* sums) override { ctx_.enqueue_copy(std::span(sums, k2_sums_.size()), k2_sums_); }
@@ -138,9 +141,12 @@ class Runner final : public bench::DevctxRunner {
   void run_k3() override {
     const unsigned tiles = (k3_n_ + kTile - 1) / kTile;
     const devctx::LaunchConfig cfg{.grid_dim = {tiles, tiles}, .block_dim = {kTile, kTile}};
-    if (form_ == bench::DevctxForm::cuda_style) ctx_.enqueue_function<matmul_tiled>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
-    else if (form_ == bench::DevctxForm::hand_twin) ctx_.enqueue_function<matmul_hand>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
-    else ctx_.enqueue_function<matmul_phases>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
+    if (form_ == bench::DevctxForm::cuda_style)
+      ctx_.enqueue_function<matmul_tiled>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
+    else if (form_ == bench::DevctxForm::hand_twin)
+      ctx_.enqueue_function<matmul_hand>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
+    else
+      ctx_.enqueue_function<matmul_phases>(cfg, k3_a_, k3_b_, k3_c_, k3_n_);
     ctx_.synchronize();
   }
   void download_k3(float* c) override { ctx_.enqueue_copy(std::span(c, k3_c_.size()), k3_c_); }

@@ -50,11 +50,11 @@ DEVCTX_KERNEL void block_reduce_hand(devctx::span<const float> in, devctx::span<
 // ---- K3 ----
 #if !defined(__CUDA_ARCH__)
 inline void matmul_hand__devctx_twin(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
-                                unsigned n) {
+                                     unsigned n) {
   namespace fission = ::devctx::detail::cpu::fission;
   const std::size_t devctx_bx = ::devctx::detail::cpu::tls.block_dim.x;
-  DEVCTX_SHARED(float, as, kTile * kTile);
-  DEVCTX_SHARED(float, bs, kTile * kTile);
+  DEVCTX_SHARED(float, as, kTile* kTile);
+  DEVCTX_SHARED(float, bs, kTile* kTile);
   float* const devctx_pt_acc = fission::per_thread<float>();
   fission::threads(0, devctx_bx, [&](std::size_t devctx_rank) {
     float acc = 0.0f;
@@ -83,16 +83,15 @@ inline void matmul_hand__devctx_twin(devctx::span<const float> a, devctx::span<c
 }
 #endif
 
-DEVCTX_KERNEL void matmul_hand(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
-                          unsigned n) {
+DEVCTX_KERNEL void matmul_hand(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c, unsigned n) {
 #if !defined(__CUDA_ARCH__)
   if (::devctx::detail::cpu::take_fission_offer(&matmul_hand)) [[unlikely]] {
     matmul_hand__devctx_twin(a, b, c, n);
     return;
   }
 #endif
-  DEVCTX_SHARED(float, as, kTile * kTile);
-  DEVCTX_SHARED(float, bs, kTile * kTile);
+  DEVCTX_SHARED(float, as, kTile* kTile);
+  DEVCTX_SHARED(float, bs, kTile* kTile);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned row = devctx::block_idx().y * kTile + ty, col = devctx::block_idx().x * kTile + tx;
   float acc = 0.0f;
@@ -105,4 +104,3 @@ DEVCTX_KERNEL void matmul_hand(devctx::span<const float> a, devctx::span<const f
   }
   if (row < n && col < n) c[std::size_t(row) * n + col] = acc;
 }
-

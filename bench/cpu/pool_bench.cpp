@@ -72,11 +72,12 @@ double launch_us(devctx::DeviceContext& ctx, int reps) {
   std::vector<double> batches;
   for (int r = 0; r < reps * 4; ++r) {
     batches.push_back(seconds_of([&] {
-      for (int i = 0; i < 200; ++i) {
-        ctx.enqueue_function<pool_empty_kernel>({.grid_dim = 1, .block_dim = 1});
-        ctx.synchronize();
-      }
-    }) / 200 * 1e6);
+                        for (int i = 0; i < 200; ++i) {
+                          ctx.enqueue_function<pool_empty_kernel>({.grid_dim = 1, .block_dim = 1});
+                          ctx.synchronize();
+                        }
+                      }) /
+                      200 * 1e6);
   }
   return median(batches);
 }
@@ -149,8 +150,10 @@ void launch_part(devctx::DeviceContext& ctx, int reps, const char* self) {
     std::vector<double> t;
     for (int r = 0; r < reps * 4; ++r) {
       t.push_back(seconds_of([&] {
-        for (int i = 0; i < 200; ++i) threads > 0 ? pool_bench::omp_empty_region(threads) : pool_bench::omp_empty_region();
-      }) / 200 * 1e6);
+                    for (int i = 0; i < 200; ++i)
+                      threads > 0 ? pool_bench::omp_empty_region(threads) : pool_bench::omp_empty_region();
+                  }) /
+                  200 * 1e6);
     }
     return median(t);
   };
@@ -159,15 +162,17 @@ void launch_part(devctx::DeviceContext& ctx, int reps, const char* self) {
   const std::string no_spin = "DEVCTX_CPU_SPIN_US=0";
   const double all_ns = launch_us_with(self, int(workers), reps, no_spin);
   const double one_ns = launch_us_with(self, 1, reps, no_spin), two_ns = launch_us_with(self, 2, reps, no_spin);
-  std::printf("  empty launch + synchronize         devctx %8.2f us with %u workers (target <= 2 us)%s; "
-              "1 worker %.2f us, 2 workers %.2f us\n",
-              all, workers, all <= 2.0 ? "" : "  ABOVE TARGET", one, two);
+  std::printf(
+      "  empty launch + synchronize         devctx %8.2f us with %u workers (target <= 2 us)%s; "
+      "1 worker %.2f us, 2 workers %.2f us\n",
+      all, workers, all <= 2.0 ? "" : "  ABOVE TARGET", one, two);
   std::printf("    with DEVCTX_CPU_SPIN_US=0 (no worker spins)       %.2f us with %u workers; 1 worker %.2f us, 2 workers %.2f us\n",
               all_ns, workers, one_ns, two_ns);
-  std::printf("    yardsticks: an empty OpenMP parallel region %.2f us (%d threads), %.2f us (2 threads); a round trip\n"
-              "    between two threads through one cache line (both spinning) %.3f us, through condition variables %.2f us\n",
-              omp_all, pool_bench::omp_threads(), omp_two, pool_bench::spin_round_trip_us(reps * 4, 2000),
-              pool_bench::sleep_round_trip_us(reps * 4, 200));
+  std::printf(
+      "    yardsticks: an empty OpenMP parallel region %.2f us (%d threads), %.2f us (2 threads); a round trip\n"
+      "    between two threads through one cache line (both spinning) %.3f us, through condition variables %.2f us\n",
+      omp_all, pool_bench::omp_threads(), omp_two, pool_bench::spin_round_trip_us(reps * 4, 2000),
+      pool_bench::sleep_round_trip_us(reps * 4, 200));
 }
 
 /// Part 3: a copy and a memset of `mib` MiB against OpenMP's parallel memcpy and memset.
@@ -227,8 +232,8 @@ int main(int argc, char** argv) {
     std::printf("%.3f\n", launch_us(ctx, reps));
     return 0;
   }
-  std::printf("devctx CPU pool vs OpenMP on %s; OpenMP threads %d; median of %d alternating runs\n",
-              ctx.name().c_str(), pool_bench::omp_threads(), reps);
+  std::printf("devctx CPU pool vs OpenMP on %s; OpenMP threads %d; median of %d alternating runs\n", ctx.name().c_str(),
+              pool_bench::omp_threads(), reps);
   if (!vector_add_part(ctx, reps)) return 1;
   launch_part(ctx, reps, argv[0]);
   copy_memset_part(ctx, reps, mib);

@@ -30,7 +30,8 @@ int main(int argc, char** argv) try {
   std::string device, out = ".";
   std::size_t n = std::size_t{4} << 20;
   int steps = 8;
-  devctx_bench::Args args("devctx_trace_round_trip", "The traces of docs/observability.md: lesson 4's chain, round trip and resident");
+  devctx_bench::Args args("devctx_trace_round_trip",
+                          "The traces of docs/observability.md: lesson 4's chain, round trip and resident");
   args.option("--device", device, "cpu, cuda or cuda:N (default: the default device)");
   args.option("--n", n, "Floats in the vector", 1, std::size_t{1} << 32);
   args.option("--steps", steps, "Kernels in the chain", 1, 100000);

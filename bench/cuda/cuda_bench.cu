@@ -82,7 +82,8 @@ double med(int trials, int warmups, const std::function<double()>& f) {
 /// drift of the GPU's clocks or the host's state during the run favours neither side.
 std::pair<double, double> med_alternating(int trials, int warmups, const std::function<double()>& devctx_fn,
                                           const std::function<double()>& raw_fn) {
-  const auto m = devctx_bench::alternating_medians(trials_option > 0 ? trials_option : trials, warmups, {devctx_fn, raw_fn});
+  const auto m = devctx_bench::alternating_medians(trials_option > 0 ? trials_option : trials, warmups,
+                                                   {devctx_fn, raw_fn});
   return {m[0], m[1]};
 }
 
@@ -141,16 +142,14 @@ void launch_part(devctx::DeviceContext& ctx, const Raw& raw) {
       return devctx_bench::median(t);
     };
   };
-  const auto [d, r] = med_alternating(
-      9, 1,
-      per_iter([&] {
-        ctx.enqueue_function<empty_kernel>({.grid_dim = 1, .block_dim = 1});
-        ctx.synchronize();
-      }),
-      per_iter([&] {
-        raw_empty<<<1, 1, 0, s>>>();
-        CK(cudaStreamSynchronize(s));
-      }));
+  const auto [d, r] = med_alternating(9, 1, per_iter([&] {
+                                        ctx.enqueue_function<empty_kernel>({.grid_dim = 1, .block_dim = 1});
+                                        ctx.synchronize();
+                                      }),
+                                      per_iter([&] {
+                                        raw_empty<<<1, 1, 0, s>>>();
+                                        CK(cudaStreamSynchronize(s));
+                                      }));
   add_latency("empty kernel launch + synchronize", d, r, 0.5);
 }
 
@@ -253,8 +252,10 @@ void transfers_part(devctx::DeviceContext& ctx, const Raw& raw) {
       const double d = med(trials, 2, [&] {
         auto t0 = ctx.record_event();
         for (int i = 0; i < reps; ++i) {
-          if (h2d) ctx.enqueue_copy(dbuf.slice(0, bytes), h.slice(0, bytes));
-          else ctx.enqueue_copy(h.slice(0, bytes), dbuf.slice(0, bytes));
+          if (h2d)
+            ctx.enqueue_copy(dbuf.slice(0, bytes), h.slice(0, bytes));
+          else
+            ctx.enqueue_copy(h.slice(0, bytes), dbuf.slice(0, bytes));
         }
         auto t1 = ctx.record_event();
         return double(bytes) * reps / (devctx::elapsed_ms(t0, t1) * 1e6);

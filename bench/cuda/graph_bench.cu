@@ -65,9 +65,15 @@ int main(int argc, char** argv) {
   CK(cudaStreamEndCapture(stream, &raw_graph));
   CK(cudaGraphInstantiate(&raw_exec, raw_graph, 0));
 
-  auto devctx_replays = [&] { for (int r = 0; r < replays; ++r) g.enqueue(ctx); };
-  auto raw_replays = [&] { for (int r = 0; r < replays; ++r) CK(cudaGraphLaunch(raw_exec, stream)); };
-  auto one_by_one = [&] { for (int k = 0; k < nodes; ++k) ctx.enqueue_function<bump>(cfg, x, 1.0f); };
+  auto devctx_replays = [&] {
+    for (int r = 0; r < replays; ++r) g.enqueue(ctx);
+  };
+  auto raw_replays = [&] {
+    for (int r = 0; r < replays; ++r) CK(cudaGraphLaunch(raw_exec, stream));
+  };
+  auto one_by_one = [&] {
+    for (int k = 0; k < nodes; ++k) ctx.enqueue_function<bump>(cfg, x, 1.0f);
+  };
   // Warm-up, then interleaved trials.
   devctx_replays();
   raw_replays();

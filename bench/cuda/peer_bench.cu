@@ -90,8 +90,10 @@ int main(int argc, char** argv) try {
       auto time_devctx = [&] {
         const auto t0 = Clock::now();
         for (int r = 0; r < reps; ++r) {
-          if (dir == 0) g0.enqueue_copy(b.slice(0, bytes), a.slice(0, bytes));
-          else g0.enqueue_copy(a.slice(0, bytes), b.slice(0, bytes));
+          if (dir == 0)
+            g0.enqueue_copy(b.slice(0, bytes), a.slice(0, bytes));
+          else
+            g0.enqueue_copy(a.slice(0, bytes), b.slice(0, bytes));
         }
         g0.synchronize();
         return double(bytes) * reps / seconds_since(t0) / 1e9;
@@ -99,8 +101,10 @@ int main(int argc, char** argv) try {
       auto time_raw = [&] {
         const auto t0 = Clock::now();
         for (int r = 0; r < reps; ++r) {
-          if (dir == 0) CK(cudaMemcpyPeerAsync(rb, 1, ra, 0, bytes, s0));
-          else CK(cudaMemcpyPeerAsync(ra, 0, rb, 1, bytes, s0));
+          if (dir == 0)
+            CK(cudaMemcpyPeerAsync(rb, 1, ra, 0, bytes, s0));
+          else
+            CK(cudaMemcpyPeerAsync(ra, 0, rb, 1, bytes, s0));
         }
         CK(cudaStreamSynchronize(s0));
         return double(bytes) * reps / seconds_since(t0) / 1e9;

@@ -83,7 +83,8 @@ std::map<std::string, std::pair<std::string, double>> thread_cpu_ms() {
     double ms = -1;
     std::ifstream sched(base + "/schedstat");
     unsigned long long ns = 0;
-    if (sched >> ns) ms = double(ns) / 1e6;
+    if (sched >> ns)
+      ms = double(ns) / 1e6;
     else {
       std::ifstream stat(base + "/stat");
       std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
@@ -169,11 +170,12 @@ bool same_pattern(const Byte* a, const Byte* b, std::size_t bytes) { return std:
 /// Part 5: one copy at a time, each waited for, as a user's loop does. Microseconds per copy
 /// (median over trials of the mean of `reps` copies), every variant in alternation.
 void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
-  std::printf("\n5. copy, then synchronize, one copy at a time (us per copy; devctx: enqueue_copy from a std::vector\n"
-              "   + ctx.synchronize(); raw: cudaMemcpyAsync from the same vector + cudaStreamSynchronize), alternating;\n"
-              "   target: devctx >= 0.95x raw (time ratio raw/devctx)\n");
-  std::printf("%-8s %-4s %9s %9s %8s | %11s %11s %11s %11s\n", "size", "dir", "devctx", "raw", "ratio",
-              "raw Default", "raw on ctx", "copy alone", "idle sync");
+  std::printf(
+      "\n5. copy, then synchronize, one copy at a time (us per copy; devctx: enqueue_copy from a std::vector\n"
+      "   + ctx.synchronize(); raw: cudaMemcpyAsync from the same vector + cudaStreamSynchronize), alternating;\n"
+      "   target: devctx >= 0.95x raw (time ratio raw/devctx)\n");
+  std::printf("%-8s %-4s %9s %9s %8s | %11s %11s %11s %11s\n", "size", "dir", "devctx", "raw", "ratio", "raw Default",
+              "raw on ctx", "copy alone", "idle sync");
   devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
   const std::size_t largest = std::size_t{4} << 20;
   auto d = ctx.enqueue_create_buffer<Byte>(largest);
@@ -193,14 +195,18 @@ void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
       };
       const auto raw_copy = [&](cudaStream_t s, cudaMemcpyKind kind) {
         return [&, s, kind] {
-          if (up) CK(cudaMemcpyAsync(d.data(), pageable.data(), n, kind, s));
-          else CK(cudaMemcpyAsync(pageable.data(), d.data(), n, kind, s));
+          if (up)
+            CK(cudaMemcpyAsync(d.data(), pageable.data(), n, kind, s));
+          else
+            CK(cudaMemcpyAsync(pageable.data(), d.data(), n, kind, s));
           CK(cudaStreamSynchronize(s));
         };
       };
       const auto devctx_copy = [&] {
-        if (up) ctx.enqueue_copy(slice, span);
-        else ctx.enqueue_copy(span, slice);
+        if (up)
+          ctx.enqueue_copy(slice, span);
+        else
+          ctx.enqueue_copy(span, slice);
       };
       const auto m = alternate(51, 3,
                                {per_copy_us([&] {
@@ -219,8 +225,9 @@ void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
   }
   // The same as a user's loop spells it: a std::vector<float> and a whole DeviceBuffer<float>,
   // one devctx copy and one raw copy after the other, each timed alone.
-  std::printf("   1 MiB, a std::vector<float> into a whole DeviceBuffer<float> and back, devctx and raw copies\n"
-              "   interleaved one by one, 51 x 40 pairs, median us per copy:\n");
+  std::printf(
+      "   1 MiB, a std::vector<float> into a whole DeviceBuffer<float> and back, devctx and raw copies\n"
+      "   interleaved one by one, 51 x 40 pairs, median us per copy:\n");
   const std::size_t floats = (std::size_t{1} << 20) / sizeof(float);
   std::vector<float> host(floats, 1.5f);
   auto buffer = ctx.enqueue_create_buffer<float>(floats);
@@ -230,21 +237,22 @@ void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
     void* dst = up ? static_cast<void*>(buffer.data()) : static_cast<void*>(host.data());
     const void* src = up ? static_cast<const void*>(host.data()) : static_cast<const void*>(buffer.data());
     const std::size_t bytes = floats * sizeof(float);
-    const std::vector<std::function<void()>> variants = {
-        [&] {
-          if (up) ctx.enqueue_copy(buffer, host);
-          else ctx.enqueue_copy(host, buffer);
-          ctx.synchronize();
-        },
-        [&] {
-          CK(cudaMemcpyAsync(dst, src, bytes, kind, raw));
-          CK(cudaStreamSynchronize(raw));
-        },
-        [&] {
-          CK(cudaMemcpyAsync(dst, src, bytes, kind, cudaStreamLegacy));
-          CK(cudaStreamSynchronize(cudaStreamLegacy));
-        },
-        [&] { CK(cudaMemcpy(dst, src, bytes, kind)); }};
+    const std::vector<std::function<void()>> variants = {[&] {
+                                                           if (up)
+                                                             ctx.enqueue_copy(buffer, host);
+                                                           else
+                                                             ctx.enqueue_copy(host, buffer);
+                                                           ctx.synchronize();
+                                                         },
+                                                         [&] {
+                                                           CK(cudaMemcpyAsync(dst, src, bytes, kind, raw));
+                                                           CK(cudaStreamSynchronize(raw));
+                                                         },
+                                                         [&] {
+                                                           CK(cudaMemcpyAsync(dst, src, bytes, kind, cudaStreamLegacy));
+                                                           CK(cudaStreamSynchronize(cudaStreamLegacy));
+                                                         },
+                                                         [&] { CK(cudaMemcpy(dst, src, bytes, kind)); }};
     std::vector<std::vector<double>> us(variants.size());
     for (int i = 0; i < trials_or(51) * 40 + 20; ++i)
       for (std::size_t v = 0; v < variants.size(); ++v) {
@@ -262,9 +270,10 @@ void copy_then_synchronize(cudaStream_t raw, std::vector<Byte>& pageable) {
 void pageable_part(devctx::DeviceContext& ctx, auto& d, cudaStream_t raw, const std::vector<std::size_t>& sizes,
                    std::vector<Byte>& pageable, std::vector<Byte>& check, Byte* pinned) {
   // ---- 1. pageable copies -----------------------------------------------------------------------
-  std::printf("1. pageable copies (GB/s; devctx from a std::vector, raw cudaMemcpyAsync from the same vector and\n"
-              "   from cudaMallocHost memory), alternating; targets: <= 1 MiB devctx >= 0.95x raw pageable,\n"
-              "   >= 256 MiB devctx >= 0.75x pinned\n");
+  std::printf(
+      "1. pageable copies (GB/s; devctx from a std::vector, raw cudaMemcpyAsync from the same vector and\n"
+      "   from cudaMallocHost memory), alternating; targets: <= 1 MiB devctx >= 0.95x raw pageable,\n"
+      "   >= 256 MiB devctx >= 0.75x pinned\n");
   std::printf("%-8s %-4s %10s %10s %10s %12s %10s  %s\n", "size", "dir", "devctx", "raw page", "raw pinned",
               "vs raw page", "vs pinned", "target");
   for (const std::size_t n : sizes) {
@@ -276,8 +285,10 @@ void pageable_part(devctx::DeviceContext& ctx, auto& d, cudaStream_t raw, const 
       const auto devctx_fn = [&] {
         return gbps(n, reps, [&] {
           for (int r = 0; r < reps; ++r) {
-            if (up) ctx.enqueue_copy(slice, span);
-            else ctx.enqueue_copy(span, slice);
+            if (up)
+              ctx.enqueue_copy(slice, span);
+            else
+              ctx.enqueue_copy(span, slice);
           }
           ctx.synchronize();
         });
@@ -397,20 +408,21 @@ void settings_part(cudaStream_t raw, std::vector<Byte>& pageable) {
       return gbps(n, 1, [&] { CK(devctx_bench::raw_copy(d.data(), pageable.data(), n, true, raw, true)); });
     };
     if (with_raw) {
-      const auto m = alternate(trials, 1, {[&] {
-                                             return gbps(n, reps, [&] {
-                                               for (int r = 0; r < reps; ++r) ctx.enqueue_copy(d, span);
-                                               ctx.synchronize();
-                                             });
-                                           },
-                                           raw_pageable,
-                                           [&] {
-                                             return gbps(n, reps, [&] {
-                                               for (int r = 0; r < reps; ++r) ctx.enqueue_copy(span, d);
-                                               ctx.synchronize();
-                                             });
-                                           },
-                                           raw_pageable});
+      const auto m = alternate(trials, 1,
+                               {[&] {
+                                  return gbps(n, reps, [&] {
+                                    for (int r = 0; r < reps; ++r) ctx.enqueue_copy(d, span);
+                                    ctx.synchronize();
+                                  });
+                                },
+                                raw_pageable,
+                                [&] {
+                                  return gbps(n, reps, [&] {
+                                    for (int r = 0; r < reps; ++r) ctx.enqueue_copy(span, d);
+                                    ctx.synchronize();
+                                  });
+                                },
+                                raw_pageable});
       return std::vector<double>{m[0], m[2]};
     }
     const auto up = [&] {
@@ -427,8 +439,9 @@ void settings_part(cudaStream_t raw, std::vector<Byte>& pageable) {
     };
     return alternate(trials, 1, {up, down});
   };
-  std::printf("\n3a. staged (DEVCTX_CUDA_STAGING_THRESHOLD=0) vs direct (DEVCTX_CUDA_STAGING=0), GB/s H2D / D2H:\n"
-              "    the threshold belongs where staged starts to win\n");
+  std::printf(
+      "\n3a. staged (DEVCTX_CUDA_STAGING_THRESHOLD=0) vs direct (DEVCTX_CUDA_STAGING=0), GB/s H2D / D2H:\n"
+      "    the threshold belongs where staged starts to win\n");
   for (std::size_t n = std::size_t{64} << 10; n <= (std::size_t{16} << 20); n *= 2) {
     std::vector<double> staged, direct;
     {
@@ -444,8 +457,9 @@ void settings_part(cudaStream_t raw, std::vector<Byte>& pageable) {
                 staged[1] / direct[1]);
     std::fflush(stdout);
   }
-  std::printf("\n3b. 256 MiB pageable copies by DEVCTX_CUDA_COPY_THREADS and DEVCTX_CUDA_STAGING_CHUNK_BYTES\n"
-              "    (staging memory 8 chunks), GB/s H2D / D2H:\n");
+  std::printf(
+      "\n3b. 256 MiB pageable copies by DEVCTX_CUDA_COPY_THREADS and DEVCTX_CUDA_STAGING_CHUNK_BYTES\n"
+      "    (staging memory 8 chunks), GB/s H2D / D2H:\n");
   for (const char* chunk : {"4194304", "8388608", "16777216"}) {
     std::printf("    chunk %2zu MiB:", std::size_t(std::strtoull(chunk, nullptr, 10)) >> 20);
     for (const char* threads : {"0", "2", "4", "8", "12"}) {
@@ -460,8 +474,9 @@ void settings_part(cudaStream_t raw, std::vector<Byte>& pageable) {
     std::printf("\n");
   }
 
-  std::printf("\n3c. 256 MiB pageable copies, each after a raw pageable copy (the copy threads idle in between),\n"
-              "    by DEVCTX_CUDA_COPY_SPIN_US (how long copy threads wait actively for the next chunk), GB/s H2D / D2H:\n   ");
+  std::printf(
+      "\n3c. 256 MiB pageable copies, each after a raw pageable copy (the copy threads idle in between),\n"
+      "    by DEVCTX_CUDA_COPY_SPIN_US (how long copy threads wait actively for the next chunk), GB/s H2D / D2H:\n   ");
   for (const char* spin : {"0", "100", "500", "2000"}) {
     const Env e("DEVCTX_CUDA_COPY_SPIN_US", spin);
     const auto m = measure(std::size_t{256} << 20, 5, true);
@@ -481,13 +496,14 @@ void idle_part(std::vector<Byte>& pageable) {
   devctx::DeviceContext ctx{devctx::backend("cuda").api, 0};
   auto d = ctx.enqueue_create_buffer<Byte>(std::size_t{64} << 20);
   ctx.enqueue_copy(d, std::span<Byte>(pageable.data(), d.size()));  // starts the engine
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));      // past the copy threads' spin
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));       // past the copy threads' spin
   const IdleSecond after = idle_second();
   const double added = after.process_ms - before.process_ms;
-  std::printf("\n4. idle for 1 s: the process used %.3f ms of CPU time per second before the context existed, "
-              "%.3f ms with an idle context whose staging engine has started (%.3f ms added; its copy threads "
-              "%.3f ms); target: the context adds < 1 ms: %s\n",
-              before.process_ms, after.process_ms, added, after.copy_threads_ms, verdict(added < 1.0));
+  std::printf(
+      "\n4. idle for 1 s: the process used %.3f ms of CPU time per second before the context existed, "
+      "%.3f ms with an idle context whose staging engine has started (%.3f ms added; its copy threads "
+      "%.3f ms); target: the context adds < 1 ms: %s\n",
+      before.process_ms, after.process_ms, added, after.copy_threads_ms, verdict(added < 1.0));
   std::printf("   CPU time by thread name over the second with the context (ms):");
   for (const auto& [name, ms] : after.by_name) std::printf(" %s %.3f", name.c_str(), ms);
   std::printf("\n");
@@ -495,11 +511,13 @@ void idle_part(std::vector<Byte>& pageable) {
 
 int main(int argc, char** argv) {
   bool four_gib = false, strict = false, sync_only = false;
-  devctx_bench::Args args("devctx_bench_transfers", "Copies between host memory and the GPU: devctx against raw cudaMemcpyAsync");
+  devctx_bench::Args args("devctx_bench_transfers",
+                          "Copies between host memory and the GPU: devctx against raw cudaMemcpyAsync");
   args.flag("--4g", four_gib, "Part 1 up to 4 GiB (default 1 GiB)");
   args.flag("--strict", strict, "Exit status 3 when a target is missed");
   args.flag("--sync", sync_only, "Part 5 alone (copy, then synchronize)");
-  args.option("--trials", trials_option, "Trials of every alternating measurement (default 0: each its own, 5 to 51)", 0, 10000);
+  args.option("--trials", trials_option, "Trials of every alternating measurement (default 0: each its own, 5 to 51)",
+              0, 10000);
   args.parse(argc, argv);
   if (devctx::DeviceContext::count(devctx::backend("cuda").api) == 0) {
     std::printf("devctx_bench_transfers: no CUDA device; nothing to measure\n");
@@ -543,8 +561,10 @@ int main(int argc, char** argv) {
 
   CK(cudaFreeHost(pinned));
   CK(cudaStreamDestroy(raw));
-  if (missed > 0) std::printf("\n%d target(s) MISSED", missed);
-  else std::printf("\nevery target met");
+  if (missed > 0)
+    std::printf("\n%d target(s) MISSED", missed);
+  else
+    std::printf("\nevery target met");
   std::printf("; %d wrong result(s)\n", wrong);
   if (wrong > 0) return 1;
   return strict && missed > 0 ? 3 : 0;

@@ -228,7 +228,11 @@ void upload_after_part(Probe& p) {
       {"a raw page-locked upload", raw_pinned_upload},
       {"the host writing 1 GiB elsewhere", evict},
       {"10 ms asleep", [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); }},
-      {"1 GiB written elsewhere, then a raw page-locked upload", [&] { evict(); raw_pinned_upload(); }},
+      {"1 GiB written elsewhere, then a raw page-locked upload",
+       [&] {
+         evict();
+         raw_pinned_upload();
+       }},
   };
   for (int w = 0; w < 2; ++w) (void)upload();
   std::vector<std::vector<double>> results(befores.size());
@@ -268,9 +272,10 @@ void upload_after_part(Probe& p) {
       reg.push_back(from(std::span<Byte>(registered_vector)));
       hb.push_back(from(std::span<Byte>(host_buffer.data(), n)));
     }
-    std::printf("   after 1 GiB written elsewhere, in rotation: staged from the vector %s, from a registered\n"
-                "   vector %s, from a HostBuffer %s\n\n", show(stats(staged)).c_str(), show(stats(reg)).c_str(),
-                show(stats(hb)).c_str());
+    std::printf(
+        "   after 1 GiB written elsewhere, in rotation: staged from the vector %s, from a registered\n"
+        "   vector %s, from a HostBuffer %s\n\n",
+        show(stats(staged)).c_str(), show(stats(reg)).c_str(), show(stats(hb)).c_str());
   }
   std::fflush(stdout);
 }
@@ -342,8 +347,10 @@ void copy_ways_part(Probe& p) {
     (void)madvise(huge, huge_bytes, MADV_HUGEPAGE);
     std::memset(huge, 6, huge_bytes);
   }
-  std::printf("2b. the host copying the %zu MiB into the window, cold (1 GiB evicted first), by way of copying and\n"
-              "    threads, in rotation (GB/s):\n", n / kMiB);
+  std::printf(
+      "2b. the host copying the %zu MiB into the window, cold (1 GiB evicted first), by way of copying and\n"
+      "    threads, in rotation (GB/s):\n",
+      n / kMiB);
   for (unsigned threads : {1u, 12u, 16u}) {
     if (threads > hw) continue;
     std::vector<std::vector<double>> results(ways.size() + 1);
@@ -378,8 +385,9 @@ void settings_part(Probe& p) {
   std::vector<Byte>& elsewhere = p.elsewhere;
   const auto evict = [&p] { p.evict(); };
   const auto raw_pinned_upload = [&p] { p.raw_pinned_upload(); };
-  std::printf("3. by staging settings, in rotation (GB/s): an upload after 1 GiB written elsewhere and a raw page-locked\n"
-              "   upload (cold), an upload after a staged download (warm), a download after 1 GiB written elsewhere\n");
+  std::printf(
+      "3. by staging settings, in rotation (GB/s): an upload after 1 GiB written elsewhere and a raw page-locked\n"
+      "   upload (cold), an upload after a staged download (warm), a download after 1 GiB written elsewhere\n");
   struct Setting {
     const char* name;
     std::vector<std::pair<const char*, const char*>> env;
@@ -463,8 +471,9 @@ void registered_part(Probe& p) {
   std::vector<Byte>& pageable = p.pageable;
   Byte* device = p.device;
   const auto evict = [&p] { p.evict(); };
-  std::printf("4. uploads with no host copy: the vector's own pages registered chunk by chunk, cold (GB/s;\n"
-              "   register+unregister alone in brackets, per thread, GB/s of chunk bytes)\n");
+  std::printf(
+      "4. uploads with no host copy: the vector's own pages registered chunk by chunk, cold (GB/s;\n"
+      "   register+unregister alone in brackets, per thread, GB/s of chunk bytes)\n");
   const long page = sysconf(_SC_PAGESIZE);
   // A page-aligned copy of the vector (a large std::vector starts 16 bytes into a page).
   void* aligned_memory = nullptr;
@@ -507,8 +516,10 @@ void registered_part(Probe& p) {
                   cudaStreamSynchronize(stream) != cudaSuccess)
                 failed = true;
               const auto u0 = Clock::now();
-              if (registered) (void)cudaHostUnregister(host);
-              else failed = true;
+              if (registered)
+                (void)cudaHostUnregister(host);
+              else
+                failed = true;
               reg_seconds[t] += seconds_since(u0);
             }
             (void)cudaStreamDestroy(stream);
@@ -539,7 +550,8 @@ int main(int argc, char** argv) {
   std::size_t mib = 256;
   int rounds = 9;
   std::string parts = "1,2,2b,3,4";
-  devctx_bench::Args args("devctx_bench_upload_probe", "What bounds one large pageable upload: the parts 1, 2, 2b, 3 and 4");
+  devctx_bench::Args args("devctx_bench_upload_probe",
+                          "What bounds one large pageable upload: the parts 1, 2, 2b, 3 and 4");
   args.option("--mib", mib, "Size of the upload, MiB", 1, std::size_t{1} << 16);
   args.option("--rounds", rounds, "Rounds of each measurement (median (min-max) reported)", 1, 10000);
   args.option("--parts", parts, "The parts to run, comma-separated: 1,2,2b,3,4");

@@ -44,7 +44,8 @@ double median_seconds(int reps, const std::function<void()>& f) { return devctx_
 
 int main(int argc, char** argv) {
   int reps = 21;
-  devctx_bench::Args args("devctx_bench_cpu_costs", "The CPU backend's cost model: launch, plain loop, barrier, block-level phase");
+  devctx_bench::Args args("devctx_bench_cpu_costs",
+                          "The CPU backend's cost model: launch, plain loop, barrier, block-level phase");
   args.option("--reps", reps, "Timed runs of each measurement (median reported; the launch 10 times as many)", 3, 100000);
   args.parse(argc, argv);
   devctx::DeviceContext ctx{devctx::Api::cpu};

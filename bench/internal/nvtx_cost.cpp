@@ -36,7 +36,8 @@ int child(int reps) {
   volatile std::size_t sink = 0;
   const double copy = ns_per_range(reps, [&](int i) {
     const std::size_t bytes = (std::size_t{4} << 20) + std::size_t(i);
-    const NvtxRange range([&] { return concat("copy ", 'H', "to", 'D', " pageable ", devctx::detail::bytes_text(bytes)); });
+    const NvtxRange range(
+        [&] { return concat("copy ", 'H', "to", 'D', " pageable ", devctx::detail::bytes_text(bytes)); });
     sink = sink + bytes;
   });
   static constexpr const char* kName = "my_namespace::vector_add<float>";
@@ -49,8 +50,8 @@ int child(int reps) {
 }
 
 bool run_child(const char* self, const char* nvtx, int reps, double& copy, double& kernel) {
-  const std::string command = std::string("DEVCTX_NVTX=") + nvtx + " NVTX_INJECTION64_PATH= '" + self + "' --child --reps " +
-                              std::to_string(reps);
+  const std::string command = std::string("DEVCTX_NVTX=") + nvtx + " NVTX_INJECTION64_PATH= '" + self +
+                              "' --child --reps " + std::to_string(reps);
   FILE* out = popen(command.c_str(), "r");
   if (out == nullptr) return false;
   const bool ok = std::fscanf(out, "%lf %lf", &copy, &kernel) == 2;
@@ -62,7 +63,8 @@ bool run_child(const char* self, const char* nvtx, int reps, double& copy, doubl
 int main(int argc, char** argv) {
   int reps = 15;
   bool is_child = false;
-  devctx_bench::Args args("devctx_bench_nvtx_cost", "What the CUDA backend's NVTX ranges cost the host per operation (no GPU needed)");
+  devctx_bench::Args args("devctx_bench_nvtx_cost",
+                          "What the CUDA backend's NVTX ranges cost the host per operation (no GPU needed)");
   args.option("--reps", reps, "Batches of 10000 ranges per measurement (median reported)", 3, 100000);
   args.hidden_flag("--child", is_child);
   args.parse(argc, argv);

@@ -146,7 +146,8 @@ void* prepare(std::uintptr_t base, std::size_t i) {
 
 int main(int argc, char** argv) {
   double switches = 50e6;
-  devctx_bench::Args args("devctx_bench_switch_floor", "The floor under a cooperative barrier: the least a fiber switch can cost");
+  devctx_bench::Args args("devctx_bench_switch_floor",
+                          "The floor under a cooperative barrier: the least a fiber switch can cost");
   args.option("--switches", switches, "Switches per run", 1e5, 1e12);
   args.parse(argc, argv);
   const std::size_t slot = std::size_t{1} << kShift;

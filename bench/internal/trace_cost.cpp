@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   int reps = 15;
   std::string device = "cpu", file = "devctx_trace_cost.json";
   bool child = false;  // the run with DEVCTX_TRACE_FILE set: prints its times only
-  devctx_bench::Args args("devctx_bench_trace_cost", "What recording a trace costs per operation: off, on, streamed to a file");
+  devctx_bench::Args args("devctx_bench_trace_cost",
+                          "What recording a trace costs per operation: off, on, streamed to a file");
   args.option("--reps", reps, "Batches of 1000 operations per measurement (median reported)", 3, 100000);
   args.option("--device", device, "cpu, cuda or cuda:N");
   args.option("--file", file, "Where the streamed trace goes");
@@ -67,8 +68,10 @@ int main(int argc, char** argv) {
   std::vector<Row> rows = {{"enqueue_function (empty, 1 block)"}, {"enqueue_copy DtoD 4 KiB"}};
   auto op_of = [&](std::size_t row) {
     return [&, row] {
-      if (row == 0) ctx.enqueue_function<trace_cost_empty>({.grid_dim = 1, .block_dim = 32}, out);
-      else ctx.enqueue_copy(other, out);
+      if (row == 0)
+        ctx.enqueue_function<trace_cost_empty>({.grid_dim = 1, .block_dim = 32}, out);
+      else
+        ctx.enqueue_copy(other, out);
     };
   };
   if (child) {
@@ -90,8 +93,8 @@ int main(int argc, char** argv) {
     devctx::trace::clear();
   }
   // The streamed column: this program again, with DEVCTX_TRACE_FILE set.
-  const std::string command = "DEVCTX_TRACE_FILE='" + file + "' '" + argv[0] + "' --child --reps " + std::to_string(reps) +
-                              " --device " + device;
+  const std::string command = "DEVCTX_TRACE_FILE='" + file + "' '" + argv[0] + "' --child --reps " +
+                              std::to_string(reps) + " --device " + device;
   std::FILE* pipe = popen(command.c_str(), "r");
   long operations = 0;
   bool ok = pipe != nullptr;
@@ -115,9 +118,10 @@ int main(int argc, char** argv) {
                 r.streamed / r.off);
   // Per MB: the whole host-time cost of recording to the file (over recording off), per MB written.
   const double extra_us = ((rows[0].streamed - rows[0].off) + (rows[1].streamed - rows[1].off)) / 2;
-  std::printf("  trace file: %.0f bytes per operation (%.1f MB written); recording to it cost %.3f us per operation "
-              "(mean of the two rows, over off), %.0f us per MB written\n",
-              bytes_per_op, double(st.st_size) / 1e6, extra_us, extra_us / (bytes_per_op / 1e6));
+  std::printf(
+      "  trace file: %.0f bytes per operation (%.1f MB written); recording to it cost %.3f us per operation "
+      "(mean of the two rows, over off), %.0f us per MB written\n",
+      bytes_per_op, double(st.st_size) / 1e6, extra_us, extra_us / (bytes_per_op / 1e6));
   std::remove(file.c_str());
   return 0;
 }

@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
   double seconds = 60;
   int threads = 8;
   devctx_bench::Args args("devctx_bench_trace_memory", "The trace recorder's memory while host threads hammer one context");
-  args.option("--mode", mode, "file (DEVCTX_TRACE_FILE), memory (trace::start, written at the end) or off", "file,memory,off");
+  args.option("--mode", mode, "file (DEVCTX_TRACE_FILE), memory (trace::start, written at the end) or off",
+              "file,memory,off");
   args.option("--seconds", seconds, "How long the threads run", 0.0, 1e6);
   args.option("--threads", threads, "Host threads, each on a stream of its own", 1, 1024);
   args.option("--file", file, "The trace file (modes file and memory)");

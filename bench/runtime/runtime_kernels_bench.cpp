@@ -184,12 +184,14 @@ int main(int argc, char** argv) {
   auto out = ctx.enqueue_create_buffer<float>(1);
   const int launches = 20000;
   ctx.synchronize();
-  auto [compiled_launch, runtime_launch] = pair([&] { for (int i = 0; i < launches; ++i) launch_noop(ctx, out); },
-                                                [&] {
-                                                  for (int i = 0; i < launches; ++i)
-                                                    ctx.enqueue_function(noop, {.grid_dim = 1, .block_dim = 32}, out, 1.0f);
-                                                },
-                                                trials);
+  auto [compiled_launch, runtime_launch] = pair(
+      [&] {
+        for (int i = 0; i < launches; ++i) launch_noop(ctx, out);
+      },
+      [&] {
+        for (int i = 0; i < launches; ++i) ctx.enqueue_function(noop, {.grid_dim = 1, .block_dim = 32}, out, 1.0f);
+      },
+      trials);
   compiled_launch *= 1000.0 / launches;
   runtime_launch *= 1000.0 / launches;
 
@@ -210,12 +212,12 @@ int main(int argc, char** argv) {
   // On the CPU: the reduction compiled at run time as written, against the compiled-in one.
   double sum_plain = 0, sum_plain_compiled = 0;
   if (block_sum_plain)
-    std::tie(sum_plain_compiled, sum_plain) = pair(
-        sum_compiled_launch, [&] { ctx.enqueue_function(*block_sum_plain, cover, x, sums); }, std::min(trials, 3));
+    std::tie(sum_plain_compiled, sum_plain) =
+        pair(sum_compiled_launch, [&] { ctx.enqueue_function(*block_sum_plain, cover, x, sums); }, std::min(trials, 3));
 
   std::printf("| measure | compiled in | runtime-compiled | runtime / compiled in |\n|---|---|---|---|\n");
-  std::printf("| tiny kernel, us per launch (%d enqueued, then synchronize) | %.3f | %.3f | %.2f |\n", launches, compiled_launch,
-              runtime_launch, runtime_launch / compiled_launch);
+  std::printf("| tiny kernel, us per launch (%d enqueued, then synchronize) | %.3f | %.3f | %.2f |\n", launches,
+              compiled_launch, runtime_launch, runtime_launch / compiled_launch);
   std::printf("| block_sum (CUDA-style, barriers, 2^22 floats), ms | %.3f | %.3f | %.2f |\n", sum_compiled, sum_runtime,
               sum_runtime / sum_compiled);
   if (block_sum_plain)

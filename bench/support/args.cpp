@@ -42,7 +42,8 @@ struct Args::Impl {
   Impl(std::string n, std::string description) : name(std::move(n)), app(std::move(description), name) {}
 };
 
-Args::Args(std::string name, std::string description) : impl_(std::make_unique<Impl>(std::move(name), std::move(description))) {
+Args::Args(std::string name, std::string description)
+    : impl_(std::make_unique<Impl>(std::move(name), std::move(description))) {
   // Unknown arguments are errors (CLI11's default), whether flags or stray words.
   impl_->app.allow_extras(false);
 }
@@ -67,14 +68,18 @@ void Args::option(const std::string& flag, std::string& value, const std::string
     std::vector<std::string> allowed;
     std::string word;
     for (const char c : choices + ",") {
-      if (c != ',') word += c;
-      else if (!word.empty()) allowed.push_back(std::exchange(word, {}));
+      if (c != ',')
+        word += c;
+      else if (!word.empty())
+        allowed.push_back(std::exchange(word, {}));
     }
     o->check(CLI::IsMember(allowed));
   }
 }
 
-void Args::flag(const std::string& flag, bool& value, const std::string& help) { impl_->app.add_flag(flag, value, help); }
+void Args::flag(const std::string& flag, bool& value, const std::string& help) {
+  impl_->app.add_flag(flag, value, help);
+}
 
 void Args::hidden_flag(const std::string& flag, bool& value) { impl_->app.add_flag(flag, value)->group(""); }
 

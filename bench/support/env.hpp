@@ -14,8 +14,10 @@ namespace devctx_bench {
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (value != nullptr) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value != nullptr)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~ScopedEnv() { unsetenv(name_.c_str()); }
   ScopedEnv(const ScopedEnv&) = delete;

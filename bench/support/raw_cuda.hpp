@@ -37,8 +37,8 @@ inline void cuda_check(cudaError_t status, const char* what) {
 /// `to_device`), followed by a wait for the stream when `wait` (pageable host memory: what
 /// devctx's copy promises). Page-locked copies are issued back to back (wait false) and waited
 /// for once at the end by the caller: the DMA ceiling. Returns the first failure.
-[[nodiscard]] inline cudaError_t raw_copy(void* device, void* host, std::size_t bytes, bool to_device, cudaStream_t stream,
-                                          bool wait) noexcept {
+[[nodiscard]] inline cudaError_t raw_copy(void* device, void* host, std::size_t bytes, bool to_device,
+                                          cudaStream_t stream, bool wait) noexcept {
   const cudaError_t s = to_device ? cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream)
                                   : cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream);
   if (s != cudaSuccess || !wait) return s;

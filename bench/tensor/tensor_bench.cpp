@@ -33,8 +33,8 @@ using WMat = devctx::LayoutTensor<float, Mat>;
 // ---- threads with barriers -------------------------------------------------------------------
 DEVCTX_KERNEL void flat_threads(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
                                 unsigned n) {
-  DEVCTX_SHARED(float, as, kT * kT);
-  DEVCTX_SHARED(float, bs, kT * kT);
+  DEVCTX_SHARED(float, as, kT* kT);
+  DEVCTX_SHARED(float, bs, kT* kT);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const std::size_t row = std::size_t(devctx::block_idx().y) * kT + ty, col = std::size_t(devctx::block_idx().x) * kT + tx;
   float acc = 0.0f;
@@ -49,8 +49,8 @@ DEVCTX_KERNEL void flat_threads(devctx::span<const float> a, devctx::span<const 
 }
 
 DEVCTX_KERNEL void tensor_threads(CMat a, CMat b, WMat c) {
-  DEVCTX_SHARED(float, as_mem, kT * kT);
-  DEVCTX_SHARED(float, bs_mem, kT * kT);
+  DEVCTX_SHARED(float, as_mem, kT* kT);
+  DEVCTX_SHARED(float, bs_mem, kT* kT);
   const devctx::LayoutTensor<float, TileL> as(as_mem), bs(bs_mem);
   const unsigned tx = devctx::thread_idx().x, ty = devctx::thread_idx().y;
   const unsigned bi = devctx::block_idx().y, bj = devctx::block_idx().x;
@@ -68,8 +68,8 @@ DEVCTX_KERNEL void tensor_threads(CMat a, CMat b, WMat c) {
 // ---- block-level form ----------------------------------------------------------------------------
 DEVCTX_KERNEL void flat_block(devctx::Block blk, devctx::span<const float> a, devctx::span<const float> b,
                               devctx::span<float> c, unsigned n) {
-  DEVCTX_SHARED(float, as, kT * kT);
-  DEVCTX_SHARED(float, bs, kT * kT);
+  DEVCTX_SHARED(float, as, kT* kT);
+  DEVCTX_SHARED(float, bs, kT* kT);
   auto acc = blk.per_thread<float>(0.0f);
   const std::size_t row0 = std::size_t(blk.idx().y) * kT, col0 = std::size_t(blk.idx().x) * kT;
   for (std::size_t k0 = 0; k0 < n; k0 += kT) {
@@ -87,8 +87,8 @@ DEVCTX_KERNEL void flat_block(devctx::Block blk, devctx::span<const float> a, de
 }
 
 DEVCTX_KERNEL void tensor_block(devctx::Block blk, CMat a, CMat b, WMat c) {
-  DEVCTX_SHARED(float, as_mem, kT * kT);
-  DEVCTX_SHARED(float, bs_mem, kT * kT);
+  DEVCTX_SHARED(float, as_mem, kT* kT);
+  DEVCTX_SHARED(float, bs_mem, kT* kT);
   const devctx::LayoutTensor<float, TileL> as(as_mem), bs(bs_mem);
   auto acc = blk.per_thread<float>(0.0f);
   const unsigned bi = blk.idx().y, bj = blk.idx().x;
@@ -141,7 +141,8 @@ bool run(devctx::Api api, const Options& opt) {
   const unsigned rows[4] = {0, n / 3, n / 2 + 1, n - 1};
   for (int r = 0; r < 4; ++r)
     for (unsigned k = 0; k < n; ++k)
-      for (unsigned j = 0; j < n; ++j) ref_rows[r * std::size_t(n) + j] += a[std::size_t(rows[r]) * n + k] * b[std::size_t(k) * n + j];
+      for (unsigned j = 0; j < n; ++j)
+        ref_rows[r * std::size_t(n) + j] += a[std::size_t(rows[r]) * n + k] * b[std::size_t(k) * n + j];
   bool ok = true;
   auto verify = [&](const char* what) {
     std::vector<float> c(a.size());
@@ -149,8 +150,8 @@ bool run(devctx::Api api, const Options& opt) {
     for (int r = 0; r < 4; ++r)
       for (unsigned j = 0; j < n; ++j)
         if (c[std::size_t(rows[r]) * n + j] != ref_rows[r * std::size_t(n) + j]) {
-          std::printf("  WRONG: %s, C(%u, %u) = %g, expected %g\n", what, rows[r], j, double(c[std::size_t(rows[r]) * n + j]),
-                      double(ref_rows[r * std::size_t(n) + j]));
+          std::printf("  WRONG: %s, C(%u, %u) = %g, expected %g\n", what, rows[r], j,
+                      double(c[std::size_t(rows[r]) * n + j]), double(ref_rows[r * std::size_t(n) + j]));
           ok = false;
           return;
         }
@@ -162,8 +163,10 @@ bool run(devctx::Api api, const Options& opt) {
   for (const bool block_level : {true, false}) {
     if (!block_level && cpu && !opt.cpu_threads_form) continue;
     auto flat = [&] {
-      if (block_level) ctx.enqueue_function<flat_block>(cfg, ca, cb, dc, n);
-      else ctx.enqueue_function<flat_threads>(cfg, ca, cb, dc, n);
+      if (block_level)
+        ctx.enqueue_function<flat_block>(cfg, ca, cb, dc, n);
+      else
+        ctx.enqueue_function<flat_threads>(cfg, ca, cb, dc, n);
     };
     auto tens = [&] {
       if (block_level)
@@ -186,9 +189,8 @@ bool run(devctx::Api api, const Options& opt) {
       tt.push_back(std::chrono::duration<double, std::milli>(ctx.execution_time(tens, iterations)).count());
     }
     const double mf = devctx_bench::median(tf), mt = devctx_bench::median(tt);
-    std::printf("  %-28s %12.3f %12.3f %10.1f %10.3f\n",
-                block_level ? "block-level (Block phases)" : "threads + barrier()", mf / double(iterations),
-                mt / double(iterations), gflop / (mt / 1e3), mt / mf);
+    std::printf("  %-28s %12.3f %12.3f %10.1f %10.3f\n", block_level ? "block-level (Block phases)" : "threads + barrier()",
+                mf / double(iterations), mt / double(iterations), gflop / (mt / 1e3), mt / mf);
   }
   return ok;
 }
@@ -198,7 +200,8 @@ bool run(devctx::Api api, const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   int n = 0;
-  devctx_bench::Args args("devctx_bench_tensor", "The same tiled matmul with flat indexing and with LayoutTensor, same run");
+  devctx_bench::Args args("devctx_bench_tensor",
+                          "The same tiled matmul with flat indexing and with LayoutTensor, same run");
   args.option("--n", n, "Matrix side, a multiple of 16 (default 512 on the CPU, 4096 on a GPU)", 0, 65536);
   args.option("--trials", opt.trials, "Interleaved trials of each form (median reported)", 1, 100000);
   args.option("--iterations", opt.iterations, "Launches per timing (default 3 on the CPU, 20 on a GPU)", 0, 1000000);
@@ -210,7 +213,9 @@ int main(int argc, char** argv) {
   }
   opt.n = unsigned(n);
   bool ok = run(devctx::Api::cpu, opt);
-  if (devctx::DeviceContext::count(devctx::backend("cuda").api) > 0) ok = run(devctx::backend("cuda").api, opt) && ok;
-  else std::printf("no CUDA device: GPU rows skipped\n");
+  if (devctx::DeviceContext::count(devctx::backend("cuda").api) > 0)
+    ok = run(devctx::backend("cuda").api, opt) && ok;
+  else
+    std::printf("no CUDA device: GPU rows skipped\n");
   return ok ? 0 : 1;
 }

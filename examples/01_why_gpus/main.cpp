@@ -21,10 +21,10 @@
 
 constexpr unsigned kTile = 16;
 
-DEVCTX_KERNEL void matmul_tiled(devctx::span<const float> a, devctx::span<const float> b,
-                                devctx::span<float> c, unsigned n) {
-  DEVCTX_SHARED(float, tile_a, kTile * kTile);
-  DEVCTX_SHARED(float, tile_b, kTile * kTile);
+DEVCTX_KERNEL void matmul_tiled(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> c,
+                                unsigned n) {
+  DEVCTX_SHARED(float, tile_a, kTile* kTile);
+  DEVCTX_SHARED(float, tile_b, kTile* kTile);
   const unsigned tx = devctx::thread_idx().x;
   const unsigned ty = devctx::thread_idx().y;
   const unsigned row = devctx::block_idx().y * kTile + ty;
@@ -42,8 +42,7 @@ DEVCTX_KERNEL void matmul_tiled(devctx::span<const float> a, devctx::span<const 
   if (row < n && col < n) c[std::size_t(row) * n + col] = acc;
 }
 
-static void matmul_host(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c,
-                        unsigned n) {
+static void matmul_host(const std::vector<float>& a, const std::vector<float>& b, std::vector<float>& c, unsigned n) {
   for (unsigned i = 0; i < n; ++i)
     for (unsigned j = 0; j < n; ++j) {
       float acc = 0.0f;

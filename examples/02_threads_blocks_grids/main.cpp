@@ -18,8 +18,7 @@ struct Who {  // which thread wrote an element (plain struct: fine in a DeviceBu
   unsigned block_x, block_y, thread_x, thread_y;
 };
 
-DEVCTX_KERNEL void who_am_i(devctx::span<Who> cells, unsigned rows, unsigned cols,
-                            devctx::span<unsigned> spare_threads) {
+DEVCTX_KERNEL void who_am_i(devctx::span<Who> cells, unsigned rows, unsigned cols, devctx::span<unsigned> spare_threads) {
   const auto g = devctx::global_idx();
   const auto b = devctx::block_idx();
   const auto t = devctx::thread_idx();
@@ -37,8 +36,8 @@ int main() try {
 
   devctx::DeviceContext ctx;
   std::printf("device: %s:%d  %s\n", devctx::to_string(ctx.api()), ctx.id(), ctx.name().c_str());
-  std::printf("array %u rows x %u columns; block_dim = (%u, %u), grid_dim = (%u, %u)\n", rows, cols, block.x,
-              block.y, grid.x, grid.y);
+  std::printf("array %u rows x %u columns; block_dim = (%u, %u), grid_dim = (%u, %u)\n", rows, cols, block.x, block.y,
+              grid.x, grid.y);
   std::printf("  -> %llu blocks x %llu threads = %llu threads for %u elements\n",
               static_cast<unsigned long long>(grid.volume()), static_cast<unsigned long long>(block.volume()),
               static_cast<unsigned long long>(grid.volume() * block.volume()), rows * cols);

@@ -13,8 +13,7 @@
 
 #include <devctx/devctx.hpp>
 
-DEVCTX_KERNEL void vector_add(devctx::span<const float> a, devctx::span<const float> b,
-                              devctx::span<float> out) {
+DEVCTX_KERNEL void vector_add(devctx::span<const float> a, devctx::span<const float> b, devctx::span<float> out) {
   const std::size_t i = devctx::global_idx().x;
   if (i < out.size()) out[i] = a[i] + b[i];
 }

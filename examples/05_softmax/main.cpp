@@ -127,8 +127,7 @@ int main(int argc, char** argv) try {
     }
     if (std::fabs(row_sum - 1.0) > std::fabs(worst_row_sum - 1.0)) worst_row_sum = row_sum;
   }
-  std::printf("  largest difference from the host %.1e; the row sum farthest from 1 is %.7f\n", max_diff,
-              worst_row_sum);
+  std::printf("  largest difference from the host %.1e; the row sum farthest from 1 is %.7f\n", max_diff, worst_row_sum);
   if (wrong != 0 || std::fabs(worst_row_sum - 1.0) > 1e-4) {
     std::printf("FAILED: %zu of %zu probabilities differ from the host's\n", wrong, n);
     return 1;

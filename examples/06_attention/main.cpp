@@ -22,7 +22,7 @@
 #include <devctx/devctx.hpp>
 
 constexpr unsigned kMaxTokens = 1024;
-constexpr unsigned kDim = 64;      // head dimension d
+constexpr unsigned kDim = 64;       // head dimension d
 constexpr unsigned kThreads = 128;  // threads per block (a power of two, for the tree reductions)
 
 // ---- block-level form ----------------------------------------------------------------------
@@ -124,8 +124,8 @@ int main(int argc, char** argv) try {
 
   devctx::DeviceContext ctx;
   std::printf("device: %s:%d  %s\n", devctx::to_string(ctx.api()), ctx.id(), ctx.name().c_str());
-  std::printf("causal self-attention: %u tokens, head dimension %u, one block of %u threads per token\n", tokens,
-              kDim, kThreads);
+  std::printf("causal self-attention: %u tokens, head dimension %u, one block of %u threads per token\n", tokens, kDim,
+              kThreads);
 
   std::vector<float> q(n), k(n), v(n), out_block(n), out_threads(n);
   std::mt19937 rng(std::random_device{}());

@@ -113,8 +113,7 @@ int main(int argc, char** argv) try {
     float x = h_in[i];
     for (int k = 0; k < work; ++k) x = x * scale + shift;
     if (h_serial[i] != x || h_pipelined[i] != x) {
-      if (wrong++ < 5)
-        std::printf("  x[%zu]: serial %g, pipelined %g, host %g\n", i, h_serial[i], h_pipelined[i], x);
+      if (wrong++ < 5) std::printf("  x[%zu]: serial %g, pipelined %g, host %g\n", i, h_serial[i], h_pipelined[i], x);
     }
   }
   if (wrong != 0) {

@@ -78,8 +78,12 @@ struct Replica {
 
 Replica make_replica(devctx::DeviceContext& ctx, devctx::Communicator& comm, const Data& data, std::size_t first,
                      std::size_t count) {
-  Replica r{&ctx, &comm, ctx.enqueue_create_buffer<float>(count * kFeatures), ctx.enqueue_create_buffer<float>(count),
-            ctx.enqueue_create_buffer<float>(count), ctx.enqueue_create_buffer<float>(kFeatures + 1),
+  Replica r{&ctx,
+            &comm,
+            ctx.enqueue_create_buffer<float>(count * kFeatures),
+            ctx.enqueue_create_buffer<float>(count),
+            ctx.enqueue_create_buffer<float>(count),
+            ctx.enqueue_create_buffer<float>(kFeatures + 1),
             ctx.enqueue_create_buffer<float>(kFeatures + 1)};
   ctx.enqueue_copy(r.x, std::span<const float>(data.x).subspan(first * kFeatures, count * kFeatures));
   ctx.enqueue_copy(r.y, std::span<const float>(data.y).subspan(first, count));
@@ -96,7 +100,7 @@ void step(std::vector<Replica>& replicas, std::size_t total_samples) {
     const auto n = unsigned(r.residual.size());
     r.ctx->enqueue_function<residuals>({.grid_dim = (n + 255) / 256, .block_dim = 256}, r.x, r.y, r.model, r.residual);
     r.ctx->enqueue_function<partial_gradient>({.grid_dim = 1, .block_dim = 32}, r.x, r.residual, r.grad,
-                                               2.0f / float(total_samples));
+                                              2.0f / float(total_samples));
     r.comm->all_reduce(r.grad, r.grad, devctx::ReduceOp::sum);
     r.ctx->enqueue_function<sgd_update>({.grid_dim = 1, .block_dim = 32}, r.model, r.grad, kLearningRate);
   }
@@ -143,8 +147,10 @@ int main(int argc, char** argv) try {
   if (mpi) {
     // One GPU per process: the launcher's local rank picks it (OpenMPI sets the variable).
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (gpu) contexts.emplace_back(cuda, (local != nullptr ? std::atoi(local) : 0) % gpus);
-    else contexts.emplace_back(devctx::Api::cpu);
+    if (gpu)
+      contexts.emplace_back(cuda, (local != nullptr ? std::atoi(local) : 0) % gpus);
+    else
+      contexts.emplace_back(devctx::Api::cpu);
 #if defined(EXAMPLE_WITHOUT_DEVCTX_MPI)  // built against a devctx whose devctx::mpi was not found
     throw devctx::Error(devctx::Errc::not_available, "--mpi: this program was built without devctx::mpi");
 #else

@@ -22,12 +22,12 @@
 constexpr unsigned kTile = 16;
 constexpr unsigned kThreads = 256;
 using Mat = devctx::RowMajor<devctx::dyn, devctx::dyn>;  // rows x cols, extents given at run time
-using Tile = devctx::RowMajor<kTile, kTile>;              // a static 16 x 16 tile
+using Tile = devctx::RowMajor<kTile, kTile>;             // a static 16 x 16 tile
 
 DEVCTX_KERNEL void matmul(devctx::LayoutTensor<const float, Mat> a, devctx::LayoutTensor<const float, Mat> b,
                           devctx::LayoutTensor<float, Mat> c) {
-  DEVCTX_SHARED(float, a_tile, kTile * kTile);
-  DEVCTX_SHARED(float, b_tile, kTile * kTile);
+  DEVCTX_SHARED(float, a_tile, kTile* kTile);
+  DEVCTX_SHARED(float, b_tile, kTile* kTile);
   const devctx::LayoutTensor<float, Tile> as(a_tile), bs(b_tile);  // shared memory, as tensors
   const unsigned ty = devctx::thread_idx().y, tx = devctx::thread_idx().x;
   const unsigned bi = devctx::block_idx().y, bj = devctx::block_idx().x;
@@ -86,7 +86,8 @@ int main(int argc, char** argv) try {
   const auto& cb = d_b;
   const auto& cc = d_c;
   ctx.enqueue_function<matmul>({.grid_dim = {n / kTile, m / kTile}, .block_dim = {kTile, kTile}},
-                               devctx::tensor(ca, Mat(m, k)), devctx::tensor(cb, Mat(k, n)), devctx::tensor(d_c, Mat(m, n)));
+                               devctx::tensor(ca, Mat(m, k)), devctx::tensor(cb, Mat(k, n)),
+                               devctx::tensor(d_c, Mat(m, n)));
   ctx.enqueue_function<softmax_rows>({.grid_dim = m, .block_dim = kThreads}, devctx::tensor(cc, Mat(m, n)),
                                      devctx::tensor(d_p, Mat(m, n)));
   std::vector<float> probs(std::size_t(m) * n);
@@ -107,7 +108,8 @@ int main(int argc, char** argv) try {
       mx = std::fmax(mx, s);
     }
     for (unsigned j = 0; j < n; ++j) sum += std::exp(row[j] - mx);
-    for (unsigned j = 0; j < n; ++j) worst = std::fmax(worst, std::fabs(std::exp(row[j] - mx) / sum - double(hp(i, j))));
+    for (unsigned j = 0; j < n; ++j)
+      worst = std::fmax(worst, std::fabs(std::exp(row[j] - mx) / sum - double(hp(i, j))));
   }
   std::printf("softmax(A * B), %u x %u times %u x %u: largest difference from the host %.3g\n", m, k, k, n, worst);
   if (!(worst < 1e-5)) {

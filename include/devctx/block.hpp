@@ -81,7 +81,10 @@ class Block {
   [[nodiscard]] DEVCTX_HD_INLINE Dim3 dim() const;
   [[nodiscard]] DEVCTX_HD_INLINE Dim3 grid() const;
   /// Threads in the block.
-  [[nodiscard]] DEVCTX_HD_INLINE unsigned size() const { const Dim3 d = dim(); return d.x * d.y * d.z; }
+  [[nodiscard]] DEVCTX_HD_INLINE unsigned size() const {
+    const Dim3 d = dim();
+    return d.x * d.y * d.z;
+  }
   /// block_idx * block_dim + t, 64-bit: the thread's global index.
   [[nodiscard]] DEVCTX_HD_INLINE Idx3 global_idx(Thread t) const {
     const Dim3 b = idx(), d = dim();
@@ -242,7 +245,8 @@ template <class F>
 inline void Block::single(F&& f) const {
   detail::cpu::tls.thread_idx = {0, 0, 0};
   f();
-  if (detail::cpu::in_checked_launch()) [[unlikely]] detail::cpu::checked_thread_step();
+  if (detail::cpu::in_checked_launch()) [[unlikely]]
+    detail::cpu::checked_thread_step();
   detail::cpu::phase_end();
 }
 

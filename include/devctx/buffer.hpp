@@ -91,8 +91,10 @@ template <class F, class T>
 constexpr bool maps_read_only() {
   using C = std::remove_cvref_t<F>;
   if constexpr (std::is_class_v<C>) {
-    if constexpr (requires { &C::operator(); }) return std::is_invocable_v<F&, std::span<const T>>;
-    else return false;
+    if constexpr (requires { &C::operator(); })
+      return std::is_invocable_v<F&, std::span<const T>>;
+    else
+      return false;
   } else {
     return std::is_invocable_v<F&, std::span<const T>>;
   }
@@ -215,9 +217,7 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
   explicit DeviceBuffer(Buffer&& bytes)
       : DeviceBuffer(detail::typed_count<T>("DeviceBuffer<T>(Buffer&&)", bytes, true), std::move(bytes)) {}
   DeviceBuffer(DeviceBuffer&& other) noexcept
-      : bytes_(std::move(other.bytes_)),
-        data_(std::exchange(other.data_, nullptr)),
-        size_(std::exchange(other.size_, 0)) {}
+      : bytes_(std::move(other.bytes_)), data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     bytes_ = std::move(other.bytes_);
     data_ = std::exchange(other.data_, nullptr);
@@ -237,16 +237,12 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
 
   /// A view of elements [offset, offset + count). Throws devctx::Error (size_mismatch) when
   /// the range does not fit, and (invalid_handle) on a moved-from buffer.
-  [[nodiscard]] DeviceSlice<T> slice(std::size_t offset, std::size_t count) {
-    return as_slice().slice(offset, count);
-  }
+  [[nodiscard]] DeviceSlice<T> slice(std::size_t offset, std::size_t count) { return as_slice().slice(offset, count); }
   [[nodiscard]] DeviceSlice<const T> slice(std::size_t offset, std::size_t count) const {
     return as_slice().slice(offset, count);
   }
   /// The whole buffer as a slice.
-  [[nodiscard]] DeviceSlice<T> as_slice() {
-    return detail::Access::make<DeviceSlice<T>>(record(), data_, size_);
-  }
+  [[nodiscard]] DeviceSlice<T> as_slice() { return detail::Access::make<DeviceSlice<T>>(record(), data_, size_); }
   [[nodiscard]] DeviceSlice<const T> as_slice() const {
     return detail::Access::make<DeviceSlice<const T>>(record(), static_cast<const T*>(data_), size_);
   }
@@ -255,16 +251,18 @@ class DeviceBuffer : public detail::BufferVerbs<DeviceBuffer<T>> {
   [[nodiscard]] devctx::span<const T> span() const noexcept { return {data_, size_}; }
   /// The whole buffer as elements of `U`: as_slice().view_as<U>().
   template <class U>
-  [[nodiscard]] DeviceSlice<U> view_as() { return as_slice().template view_as<U>(); }
+  [[nodiscard]] DeviceSlice<U> view_as() {
+    return as_slice().template view_as<U>();
+  }
   template <class U>
-  [[nodiscard]] DeviceSlice<const U> view_as() const { return as_slice().template view_as<U>(); }
+  [[nodiscard]] DeviceSlice<const U> view_as() const {
+    return as_slice().template view_as<U>();
+  }
 
   /// Hands the memory to another owner, who frees it with the result's `free` (see
   /// ReleasedBuffer); this buffer becomes empty. Throws devctx::Error (invalid_handle) on a
   /// moved-from buffer. Slices of the buffer stay valid until `free` is called.
-  [[nodiscard]] ReleasedBuffer<T> release() {
-    return detail::release_buffer(bytes_, data_, size_, kEmpty);
-  }
+  [[nodiscard]] ReleasedBuffer<T> release() { return detail::release_buffer(bytes_, data_, size_, kEmpty); }
 
   /// The untyped owner of the memory (empty for an empty buffer).
   [[nodiscard]] const Buffer& buffer() const noexcept { return bytes_; }
@@ -405,23 +403,23 @@ class HostBuffer : public detail::BufferVerbs<HostBuffer<T>> {
   operator std::span<T>() { return {touched("HostBuffer's conversion to std::span"), size_}; }              // NOLINT
   operator std::span<const T>() const { return {touched("HostBuffer's conversion to std::span"), size_}; }  // NOLINT
 
-  [[nodiscard]] HostSlice<T> slice(std::size_t offset, std::size_t count) {
-    return as_slice().slice(offset, count);
-  }
+  [[nodiscard]] HostSlice<T> slice(std::size_t offset, std::size_t count) { return as_slice().slice(offset, count); }
   [[nodiscard]] HostSlice<const T> slice(std::size_t offset, std::size_t count) const {
     return as_slice().slice(offset, count);
   }
-  [[nodiscard]] HostSlice<T> as_slice() {
-    return detail::Access::make<HostSlice<T>>(record(), data_, size_);
-  }
+  [[nodiscard]] HostSlice<T> as_slice() { return detail::Access::make<HostSlice<T>>(record(), data_, size_); }
   [[nodiscard]] HostSlice<const T> as_slice() const {
     return detail::Access::make<HostSlice<const T>>(record(), static_cast<const T*>(data_), size_);
   }
   /// The whole buffer as elements of `U`: as_slice().view_as<U>().
   template <class U>
-  [[nodiscard]] HostSlice<U> view_as() { return as_slice().template view_as<U>(); }
+  [[nodiscard]] HostSlice<U> view_as() {
+    return as_slice().template view_as<U>();
+  }
   template <class U>
-  [[nodiscard]] HostSlice<const U> view_as() const { return as_slice().template view_as<U>(); }
+  [[nodiscard]] HostSlice<const U> view_as() const {
+    return as_slice().template view_as<U>();
+  }
 
   /// As DeviceBuffer::release(): the memory goes to another owner, who frees it with `free`.
   [[nodiscard]] ReleasedBuffer<T> release() {

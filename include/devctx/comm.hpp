@@ -43,16 +43,26 @@ struct CollectiveCall {
 template <class T>
 constexpr DataType data_type_of() {
   using U = std::remove_const_t<T>;
-  if constexpr (std::is_same_v<U, std::int8_t>) return DataType::int8;
-  else if constexpr (std::is_same_v<U, std::uint8_t>) return DataType::uint8;
-  else if constexpr (std::is_same_v<U, std::int32_t>) return DataType::int32;
-  else if constexpr (std::is_same_v<U, std::uint32_t>) return DataType::uint32;
-  else if constexpr (std::is_same_v<U, std::int64_t>) return DataType::int64;
-  else if constexpr (std::is_same_v<U, std::uint64_t>) return DataType::uint64;
-  else if constexpr (std::is_same_v<U, float>) return DataType::float32;
-  else if constexpr (std::is_same_v<U, double>) return DataType::float64;
-  else static_assert(sizeof(U) == 0, "devctx collectives: the element type must be one of int8_t, uint8_t, int32_t, "
-                                     "uint32_t, int64_t, uint64_t, float, double");
+  if constexpr (std::is_same_v<U, std::int8_t>)
+    return DataType::int8;
+  else if constexpr (std::is_same_v<U, std::uint8_t>)
+    return DataType::uint8;
+  else if constexpr (std::is_same_v<U, std::int32_t>)
+    return DataType::int32;
+  else if constexpr (std::is_same_v<U, std::uint32_t>)
+    return DataType::uint32;
+  else if constexpr (std::is_same_v<U, std::int64_t>)
+    return DataType::int64;
+  else if constexpr (std::is_same_v<U, std::uint64_t>)
+    return DataType::uint64;
+  else if constexpr (std::is_same_v<U, float>)
+    return DataType::float32;
+  else if constexpr (std::is_same_v<U, double>)
+    return DataType::float64;
+  else
+    static_assert(sizeof(U) == 0,
+                  "devctx collectives: the element type must be one of int8_t, uint8_t, int32_t, "
+                  "uint32_t, int64_t, uint64_t, float, double");
 }
 
 /// One communicator per queue, rank i on queues[i] (Communicator::create).

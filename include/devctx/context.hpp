@@ -50,7 +50,8 @@ class HostRegistration {
  public:
   HostRegistration() noexcept = default;
   HostRegistration(HostRegistration&& other) noexcept
-      : record_(std::move(other.record_)), data_(std::exchange(other.data_, nullptr)),
+      : record_(std::move(other.record_)),
+        data_(std::exchange(other.data_, nullptr)),
         bytes_(std::exchange(other.bytes_, 0)) {}
   HostRegistration& operator=(HostRegistration&& other) noexcept {
     if (this != &other) {
@@ -228,8 +229,10 @@ class DeviceContext : public StreamRef {
       throw Error(Errc::invalid_argument, "execution_time: iterations is 0; time at least one call of the function");
     const Event start = record_event();
     for (std::size_t i = 0; i < iterations; ++i) {
-      if constexpr (std::is_invocable_v<F&, DeviceContext&>) f(*this);
-      else f();
+      if constexpr (std::is_invocable_v<F&, DeviceContext&>)
+        f(*this);
+      else
+        f();
     }
     const Event stop = record_event();
     stop.synchronize();

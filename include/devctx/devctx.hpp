@@ -5,12 +5,11 @@
 //
 // Host side: DeviceContext (context.hpp), DeviceBuffer / HostBuffer (buffer.hpp), Stream and
 // the enqueue verbs (stream.hpp), Event (event.hpp), Graph (graph.hpp), LaunchConfig / Dim3
-// (launch.hpp), DeviceInfo (device_info.hpp), the backends' descriptions (backend.hpp), Error (error.hpp); native CUDA handles, foreign streams and
-// DeviceView of foreign memory (interop.hpp, device_view.hpp). DLPack: <devctx/dlpack.hpp>,
-// included separately (it needs <dlpack/dlpack.h>).
-// Device side: thread_idx(), barrier(), DEVCTX_SHARED, atomics, warps (kernel.hpp), warp and
-// block collectives (collectives.hpp), SIMD<T, N> vectors (simd.hpp), the block-level kernel
-// form (block.hpp), devctx::printf (print.hpp) and LayoutTensor views (tensor.hpp;
+// (launch.hpp), DeviceInfo (device_info.hpp), the backends' descriptions (backend.hpp), Error (error.hpp); native CUDA
+// handles, foreign streams and DeviceView of foreign memory (interop.hpp, device_view.hpp). DLPack:
+// <devctx/dlpack.hpp>, included separately (it needs <dlpack/dlpack.h>). Device side: thread_idx(), barrier(),
+// DEVCTX_SHARED, atomics, warps (kernel.hpp), warp and block collectives (collectives.hpp), SIMD<T, N> vectors
+// (simd.hpp), the block-level kernel form (block.hpp), devctx::printf (print.hpp) and LayoutTensor views (tensor.hpp;
 // devctx::tensor(buffer, layout) on the host: device_tensor.hpp).
 // DEVCTX_VERSION_MAJOR / _MINOR / _PATCH / _STRING (version.hpp).
 #pragma once

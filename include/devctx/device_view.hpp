@@ -58,7 +58,8 @@ class DeviceView {
   /// slice does). Throws devctx::Error (invalid_handle) on a moved-from view.
   [[nodiscard]] DeviceSlice<T> as_slice() const {
     detail::Allocation* record = detail::Access::record(record_);
-    if (record == nullptr) detail::throw_invalid_handle("a moved-from or default-constructed DeviceView: it refers to no memory");
+    if (record == nullptr)
+      detail::throw_invalid_handle("a moved-from or default-constructed DeviceView: it refers to no memory");
     return detail::Access::make<DeviceSlice<T>>(record, data_, size_);
   }
   /// Elements [offset, offset + count); devctx::Error (size_mismatch) when they do not fit.

@@ -81,16 +81,19 @@ inline constexpr std::uint8_t code_bool = 6;
 template <class T>
 constexpr DLDataType data_type() {
   using U = std::remove_cv_t<T>;
-  static_assert(std::is_same_v<U, bool> || std::is_integral_v<U> || std::is_same_v<U, float> ||
-                    std::is_same_v<U, double>,
+  static_assert(std::is_same_v<U, bool> || std::is_integral_v<U> || std::is_same_v<U, float> || std::is_same_v<U, double>,
                 "DLPack: devctx exchanges bool, integer, float and double elements");
   DLDataType t{};
   t.bits = std::uint8_t(8 * sizeof(U));
   t.lanes = 1;
-  if constexpr (std::is_same_v<U, bool>) t.code = code_bool;
-  else if constexpr (std::is_floating_point_v<U>) t.code = std::uint8_t(kDLFloat);
-  else if constexpr (std::is_signed_v<U>) t.code = std::uint8_t(kDLInt);
-  else t.code = std::uint8_t(kDLUInt);
+  if constexpr (std::is_same_v<U, bool>)
+    t.code = code_bool;
+  else if constexpr (std::is_floating_point_v<U>)
+    t.code = std::uint8_t(kDLFloat);
+  else if constexpr (std::is_signed_v<U>)
+    t.code = std::uint8_t(kDLInt);
+  else
+    t.code = std::uint8_t(kDLUInt);
   return t;
 }
 
@@ -129,13 +132,20 @@ inline std::string device_name(const DLDevice& d) {
 
 namespace detail {
 
-template <class X> struct is_device_side : std::false_type {};
-template <class T> struct is_device_side<DeviceBuffer<T>> : std::true_type {};
-template <class T> struct is_device_side<DeviceSlice<T>> : std::true_type {};
-template <class T> struct is_device_side<DeviceView<T>> : std::true_type {};
-template <class X> struct is_host_side : std::false_type {};
-template <class T> struct is_host_side<HostBuffer<T>> : std::true_type {};
-template <class T> struct is_host_side<HostSlice<T>> : std::true_type {};
+template <class X>
+struct is_device_side : std::false_type {};
+template <class T>
+struct is_device_side<DeviceBuffer<T>> : std::true_type {};
+template <class T>
+struct is_device_side<DeviceSlice<T>> : std::true_type {};
+template <class T>
+struct is_device_side<DeviceView<T>> : std::true_type {};
+template <class X>
+struct is_host_side : std::false_type {};
+template <class T>
+struct is_host_side<HostBuffer<T>> : std::true_type {};
+template <class T>
+struct is_host_side<HostSlice<T>> : std::true_type {};
 
 /// The memory an exported tensor describes: its first element, count, element type, place.
 struct ExportedMemory {
@@ -146,9 +156,18 @@ struct ExportedMemory {
   bool read_only;
 };
 
-template <class T> DeviceSlice<T> whole(const DeviceSlice<T>& s) { return s; }
-template <class T> HostSlice<T> whole(const HostSlice<T>& s) { return s; }
-template <class View> auto whole(const View& v) { return v.as_slice(); }  // throws invalid_handle when moved-from
+template <class T>
+DeviceSlice<T> whole(const DeviceSlice<T>& s) {
+  return s;
+}
+template <class T>
+HostSlice<T> whole(const HostSlice<T>& s) {
+  return s;
+}
+template <class View>
+auto whole(const View& v) {
+  return v.as_slice();
+}  // throws invalid_handle when moved-from
 
 /// What may be passed as a tensor's owner: anything movable but a shape.
 template <class Owner>
@@ -186,15 +205,18 @@ Managed* make_export(const View& view, Owner&& owner, std::span<const std::int64
   std::vector<std::int64_t> dims(shape.begin(), shape.end());
   if (dims.empty()) {
     if (m.count > std::size_t(std::numeric_limits<std::int64_t>::max()))
-      throw Error(Errc::invalid_argument, "to_dlpack: " + std::to_string(m.count) + " elements do not fit DLPack's int64 shape");
+      throw Error(Errc::invalid_argument,
+                  "to_dlpack: " + std::to_string(m.count) + " elements do not fit DLPack's int64 shape");
     dims.push_back(std::int64_t(m.count));
   }
   // Row-major: the product of the shape must be the element count.
   std::size_t product = 1;
   bool fits = true;
   for (const std::int64_t d : dims) {
-    if (d < 0 || (d != 0 && product > std::numeric_limits<std::size_t>::max() / std::size_t(d))) fits = false;
-    else product *= std::size_t(d);
+    if (d < 0 || (d != 0 && product > std::numeric_limits<std::size_t>::max() / std::size_t(d)))
+      fits = false;
+    else
+      product *= std::size_t(d);
   }
   if (!fits || product != m.count) {
     std::string text;
@@ -204,7 +226,8 @@ Managed* make_export(const View& view, Owner&& owner, std::span<const std::int64
   }
   auto* e = new Export<Managed, std::decay_t<Owner>>{{}, std::forward<Owner>(owner), std::move(dims), {}};
   e->strides.assign(e->shape.size(), 1);
-  for (std::size_t i = e->shape.size(); i-- > 1;) e->strides[i - 1] = e->strides[i] * std::max<std::int64_t>(e->shape[i], 1);
+  for (std::size_t i = e->shape.size(); i-- > 1;)
+    e->strides[i - 1] = e->strides[i] * std::max<std::int64_t>(e->shape[i], 1);
   DLTensor& t = e->managed.dl_tensor;
   t.data = m.data;
   t.device = m.device;
@@ -242,32 +265,34 @@ std::pair<T*, std::size_t> import_range(const StreamRef& stream, const DLTensor&
     const std::string device = std::string(backend.name) + " device";
     const bool own = type == backend.dlpack_device_type;
     if (own && t.device.device_id != info.id)
-      throw Error(Errc::wrong_device, where + "is on another " + device + "; import it with a context on " + device + " " +
-                                          std::to_string(t.device.device_id));
+      throw Error(Errc::wrong_device, where + "is on another " + device + "; import it with a context on " + device +
+                                          " " + std::to_string(t.device.device_id));
     if (!own && type != backend.dlpack_managed_device_type) {
       if (host_readable(type))
-        throw Error(Errc::invalid_argument, where + "is in host memory, which kernels cannot read; copy it to a "
-                                                    "DeviceBuffer with enqueue_copy from a std::span over it");
+        throw Error(Errc::invalid_argument, where +
+                                                "is in host memory, which kernels cannot read; copy it to a "
+                                                "DeviceBuffer with enqueue_copy from a std::span over it");
       throw Error(Errc::wrong_device, where + "is not memory of a " + device);
     }
   } else if (!host_readable(type)) {
     throw Error(Errc::wrong_device, where + "is not in host memory, the " + std::string(backend.name) +
-                                            " backend's device memory; import it with a context on its device");
+                                        " backend's device memory; import it with a context on its device");
   }
   const DLDataType want = dlpack::data_type<T>();
   if (t.dtype.code != want.code || t.dtype.bits != want.bits || t.dtype.lanes != want.lanes)
-    throw Error(Errc::invalid_argument, where + "does not hold " + dlpack::type_name(want) +
-                                            " elements, the view's element type");
+    throw Error(Errc::invalid_argument,
+                where + "does not hold " + dlpack::type_name(want) + " elements, the view's element type");
   if (read_only && !std::is_const_v<T>)
-    throw Error(Errc::invalid_argument, where + "is read-only (DLPack's read-only flag): import it as a DeviceView<const T>");
+    throw Error(Errc::invalid_argument,
+                where + "is read-only (DLPack's read-only flag): import it as a DeviceView<const T>");
   if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr))
     throw Error(Errc::invalid_argument, where + "has a malformed shape (ndim " + std::to_string(t.ndim) + ")");
   std::size_t count = 1;
   for (int d = 0; d < t.ndim; ++d) {
     const std::int64_t n = t.shape[d];
     if (n < 0 || (n != 0 && count > std::numeric_limits<std::size_t>::max() / sizeof(T) / std::size_t(n)))
-      throw Error(Errc::invalid_argument, where + "has a malformed shape (dimension " + std::to_string(d) + " is " +
-                                              std::to_string(n) + ")");
+      throw Error(Errc::invalid_argument,
+                  where + "has a malformed shape (dimension " + std::to_string(d) + " is " + std::to_string(n) + ")");
     count *= std::size_t(n);
   }
   // Contiguous in row-major order; the stride of a dimension of extent 1 does not matter.
@@ -275,9 +300,9 @@ std::pair<T*, std::size_t> import_range(const StreamRef& stream, const DLTensor&
     std::int64_t expected = 1;
     for (int d = t.ndim; d-- > 0;) {
       if (t.shape[d] != 1 && t.strides[d] != expected)
-        throw Error(Errc::invalid_argument, where + "is not contiguous in row-major order (dimension " + std::to_string(d) +
-                                                " has stride " + std::to_string(t.strides[d]) + ", " +
-                                                std::to_string(expected) +
+        throw Error(Errc::invalid_argument, where + "is not contiguous in row-major order (dimension " +
+                                                std::to_string(d) + " has stride " + std::to_string(t.strides[d]) +
+                                                ", " + std::to_string(expected) +
                                                 " expected); make a contiguous copy first (e.g. .contiguous())");
       expected *= t.shape[d];
     }
@@ -301,7 +326,7 @@ template <class View, detail::TensorOwner Owner>
 /// The same as a DLPack 1.0 versioned tensor (read-only flag set for a view of const elements).
 template <class View, detail::TensorOwner Owner>
 [[nodiscard]] dlpack::ManagedTensorVersioned* to_dlpack_versioned(const View& view, Owner&& owner,
-                                                                   std::span<const std::int64_t> shape = {}) {
+                                                                  std::span<const std::int64_t> shape = {}) {
   return detail::make_export<dlpack::ManagedTensorVersioned>(view, std::forward<Owner>(owner), shape);
 }
 
@@ -318,13 +343,13 @@ template <class T>
 }
 template <class T>
 [[nodiscard]] dlpack::ManagedTensorVersioned* to_dlpack_versioned(DeviceBuffer<T>&& buffer,
-                                                                   std::span<const std::int64_t> shape = {}) {
+                                                                  std::span<const std::int64_t> shape = {}) {
   const DeviceSlice<T> all = buffer.as_slice();
   return to_dlpack_versioned(all, std::move(buffer), shape);
 }
 template <class T>
 [[nodiscard]] dlpack::ManagedTensorVersioned* to_dlpack_versioned(HostBuffer<T>&& buffer,
-                                                                   std::span<const std::int64_t> shape = {}) {
+                                                                  std::span<const std::int64_t> shape = {}) {
   const HostSlice<T> all = buffer.as_slice();
   return to_dlpack_versioned(all, std::move(buffer), shape);
 }
@@ -346,11 +371,11 @@ template <class T>
 [[nodiscard]] DeviceView<T> from_dlpack(const StreamRef& stream, dlpack::ManagedTensorVersioned* tensor) {
   if (tensor == nullptr) throw Error(Errc::invalid_argument, "from_dlpack: the tensor is null");
   if (tensor->version.major > dlpack::major_version)
-    throw Error(Errc::invalid_argument, "from_dlpack: the tensor is of DLPack " + std::to_string(tensor->version.major) + "." +
-                                            std::to_string(tensor->version.minor) + "; devctx reads major version " +
+    throw Error(Errc::invalid_argument, "from_dlpack: the tensor is of DLPack " + std::to_string(tensor->version.major) +
+                                            "." + std::to_string(tensor->version.minor) + "; devctx reads major version " +
                                             std::to_string(dlpack::major_version) + " at most");
-  const auto [data, count] =
-      detail::import_range<T>(stream, tensor->dl_tensor, (tensor->flags & dlpack::flag_read_only) != 0);
+  const auto [data, count] = detail::import_range<T>(stream, tensor->dl_tensor,
+                                                     (tensor->flags & dlpack::flag_read_only) != 0);
   std::function<void()> release;
   if (tensor->deleter != nullptr) release = [tensor] { tensor->deleter(tensor); };
   return wrap_device_memory(stream, data, count, std::move(release));

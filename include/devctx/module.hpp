@@ -157,10 +157,14 @@ class KernelArg {
       element_bytes_ = sizeof(D);
       static constexpr std::string_view spelled = detail::type_name<D>();  // at compile time
       type_name_ = spelled;
-      if constexpr (std::is_same_v<D, bool>) value_.u = arg ? 1 : 0;
-      else if constexpr (std::is_floating_point_v<D>) value_.f = static_cast<double>(arg);
-      else if constexpr (std::is_signed_v<D>) value_.i = static_cast<long long>(arg);
-      else value_.u = static_cast<unsigned long long>(arg);
+      if constexpr (std::is_same_v<D, bool>)
+        value_.u = arg ? 1 : 0;
+      else if constexpr (std::is_floating_point_v<D>)
+        value_.f = static_cast<double>(arg);
+      else if constexpr (std::is_signed_v<D>)
+        value_.i = static_cast<long long>(arg);
+      else
+        value_.u = static_cast<unsigned long long>(arg);
     }
   }
 

@@ -28,9 +28,12 @@ namespace detail {
 template <class T, std::size_t N>
 constexpr std::size_t simd_alignment() {
   constexpr std::size_t bytes = sizeof(T) * N;
-  if constexpr ((bytes & (bytes - 1)) == 0 && bytes <= 16) return bytes;
-  else if constexpr (bytes % 16 == 0) return 16;
-  else return alignof(T);
+  if constexpr ((bytes & (bytes - 1)) == 0 && bytes <= 16)
+    return bytes;
+  else if constexpr (bytes % 16 == 0)
+    return 16;
+  else
+    return alignof(T);
 }
 }  // namespace detail
 
@@ -67,15 +70,15 @@ struct alignas(detail::simd_alignment<T, N>()) SIMD {
     return r;
   }
 
-#define DEVCTX_SIMD_OPERATOR(op)                                                                    \
-  DEVCTX_HD_INLINE friend SIMD operator op(SIMD a, SIMD b) {                                        \
-    SIMD r;                                                                                         \
-    for (std::size_t i = 0; i < N; ++i) r.elements[i] = a.elements[i] op b.elements[i];             \
-    return r;                                                                                       \
-  }                                                                                                 \
-  DEVCTX_HD_INLINE friend SIMD operator op(SIMD a, T b) { return a op splat(b); }                        \
-  DEVCTX_HD_INLINE friend SIMD operator op(T a, SIMD b) { return splat(a) op b; }                        \
-  DEVCTX_HD_INLINE SIMD& operator op##=(const SIMD& b) { return *this = *this op b; }               \
+#define DEVCTX_SIMD_OPERATOR(op)                                                        \
+  DEVCTX_HD_INLINE friend SIMD operator op(SIMD a, SIMD b) {                            \
+    SIMD r;                                                                             \
+    for (std::size_t i = 0; i < N; ++i) r.elements[i] = a.elements[i] op b.elements[i]; \
+    return r;                                                                           \
+  }                                                                                     \
+  DEVCTX_HD_INLINE friend SIMD operator op(SIMD a, T b) { return a op splat(b); }       \
+  DEVCTX_HD_INLINE friend SIMD operator op(T a, SIMD b) { return splat(a) op b; }       \
+  DEVCTX_HD_INLINE SIMD& operator op##=(const SIMD & b) { return *this = *this op b; }  \
   DEVCTX_HD_INLINE SIMD& operator op##=(T b) { return *this = *this op b; }
   DEVCTX_SIMD_OPERATOR(+)
   DEVCTX_SIMD_OPERATOR(-)

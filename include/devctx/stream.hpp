@@ -52,8 +52,8 @@ class StreamRef {
   /// enqueue_create_buffer does.
   template <class T>
   [[nodiscard]] HostBuffer<T> enqueue_create_host_buffer(std::size_t count) {
-    return detail::Access::make<HostBuffer<T>>(
-        count, detail::Access::make<Buffer>(detail::queue_allocate(queue(), detail::MemKind::host_pinned, count, sizeof(T))));
+    return detail::Access::make<HostBuffer<T>>(count, detail::Access::make<Buffer>(detail::queue_allocate(
+                                                          queue(), detail::MemKind::host_pinned, count, sizeof(T))));
   }
 
   /// Copies `src` into `dst`. Each may be a DeviceBuffer, HostBuffer, a slice of either, or
@@ -91,13 +91,13 @@ class StreamRef {
   template <class Dst, class V>
   void enqueue_memset(Dst&& dst, const V& value) {
     constexpr bool dst_ok = detail::is_endpoint_v<std::remove_reference_t<Dst>>;
-    static_assert(dst_ok, "enqueue_memset: the destination must be a DeviceBuffer, a HostBuffer or a slice of "
-                          "either. A raw pointer carries no size");
+    static_assert(dst_ok,
+                  "enqueue_memset: the destination must be a DeviceBuffer, a HostBuffer or a slice of "
+                  "either. A raw pointer carries no size");
     if constexpr (dst_ok) {
       using DT = detail::endpoint_element_t<std::remove_reference_t<Dst>>;
       static_assert(!std::is_const_v<DT>, "enqueue_memset: the destination is read-only (const)");
-      static_assert(std::is_convertible_v<const V&, DT>,
-                    "enqueue_memset: the value does not convert to the element type");
+      static_assert(std::is_convertible_v<const V&, DT>, "enqueue_memset: the value does not convert to the element type");
       const auto d = detail::endpoint(dst);
       const DT v = static_cast<DT>(value);
       detail::queue_fill(queue(), d.ref, &v, sizeof(DT));
@@ -180,8 +180,9 @@ class StreamRef {
   }
 
   detail::QueueImpl* queue_;
-  const char* empty_ = "a StreamRef of no stream (default-constructed, or copied from a moved-from DeviceContext "
-                       "or Stream)";
+  const char* empty_ =
+      "a StreamRef of no stream (default-constructed, or copied from a moved-from DeviceContext "
+      "or Stream)";
 };
 
 /// An owned stream of its device (from DeviceContext::create_stream()). Move-only; dropping it

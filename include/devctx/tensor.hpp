@@ -198,8 +198,7 @@ class Layout {
     if (!detail::size_of(extents, rank)) [[unlikely]]
       detail::throw_tensor_layout_overflow(detail::layout_name(O), extents, used, rank, rank, detail::in_cpu_kernel());
     if (!detail::span_of(extents, used, rank)) [[unlikely]]
-      detail::throw_tensor_layout_overflow(detail::layout_name(O), extents, used, rank, rank + 1,
-                                           detail::in_cpu_kernel());
+      detail::throw_tensor_layout_overflow(detail::layout_name(O), extents, used, rank, rank + 1, detail::in_cpu_kernel());
 #endif
     return unchecked_parts(extents, strides);
   }
@@ -231,8 +230,10 @@ class Layout {
   }
   /// True when the elements fill [0, size()) without gaps in the layout's own order.
   [[nodiscard]] DEVCTX_HD constexpr bool is_contiguous() const noexcept {
-    if constexpr (O == Order::strided) return false;
-    else return span_size() == size() && *this == Layout::contiguous_like(*this);
+    if constexpr (O == Order::strided)
+      return false;
+    else
+      return span_size() == size() && *this == Layout::contiguous_like(*this);
   }
   /// The offset of element (i0, i1, ...) from the first element.
   [[nodiscard]] DEVCTX_HD_INLINE constexpr std::size_t offset(const std::size_t (&index)[rank]) const noexcept {
@@ -312,16 +313,17 @@ __device__ inline void tensor_trap(const char* what, const std::size_t* index, c
     e[d] = extents[d];
   }
   if (rank == 1)
-    printf("devctx: tensor %s (%llu) out of range for extents (%llu) in block (%u, %u, %u), thread (%u, %u, %u)\n", what,
-           i[0], e[0], blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    printf("devctx: tensor %s (%llu) out of range for extents (%llu) in block (%u, %u, %u), thread (%u, %u, %u)\n",
+           what, i[0], e[0], blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
   else if (rank == 2)
     printf("devctx: tensor %s (%llu, %llu) out of range for extents (%llu, %llu) in block (%u, %u, %u), thread (%u, %u, %u)\n",
            what, i[0], i[1], e[0], e[1], blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
   else
-    printf("devctx: tensor %s (%llu, %llu, %llu) out of range for extents (%llu, %llu, %llu) in block (%u, %u, %u), "
-           "thread (%u, %u, %u)\n",
-           what, i[0], i[1], i[2], e[0], e[1], e[2], blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
-           threadIdx.z);
+    printf(
+        "devctx: tensor %s (%llu, %llu, %llu) out of range for extents (%llu, %llu, %llu) in block (%u, %u, %u), "
+        "thread (%u, %u, %u)\n",
+        what, i[0], i[1], i[2], e[0], e[1], e[2], blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+        threadIdx.z);
   __trap();
 }
 #endif
@@ -375,7 +377,9 @@ class LayoutTensor {
   constexpr LayoutTensor() noexcept = default;
   DEVCTX_HD constexpr LayoutTensor(T* data, const L& layout) noexcept : data_(data), layout_(layout) {}
   /// A tensor over `data` with a fully static layout.
-  DEVCTX_HD constexpr explicit LayoutTensor(T* data) noexcept requires(L::dynamic_count == 0) : data_(data) {}
+  DEVCTX_HD constexpr explicit LayoutTensor(T* data) noexcept
+    requires(L::dynamic_count == 0)
+      : data_(data) {}
   /// A contiguous tensor over `data` given the layout's dynamic extents, in dimension order
   /// (throws as L's constructor does when they do not fit in std::size_t).
   template <class... I>
@@ -389,8 +393,12 @@ class LayoutTensor {
 
   [[nodiscard]] DEVCTX_HD constexpr T* data() const noexcept { return data_; }
   [[nodiscard]] DEVCTX_HD constexpr const L& layout() const noexcept { return layout_; }
-  [[nodiscard]] DEVCTX_HD_INLINE constexpr std::size_t extent(std::size_t d) const noexcept { return layout_.extent(d); }
-  [[nodiscard]] DEVCTX_HD_INLINE constexpr std::size_t stride(std::size_t d) const noexcept { return layout_.stride(d); }
+  [[nodiscard]] DEVCTX_HD_INLINE constexpr std::size_t extent(std::size_t d) const noexcept {
+    return layout_.extent(d);
+  }
+  [[nodiscard]] DEVCTX_HD_INLINE constexpr std::size_t stride(std::size_t d) const noexcept {
+    return layout_.stride(d);
+  }
   /// Number of elements.
   [[nodiscard]] DEVCTX_HD constexpr std::size_t size() const noexcept { return layout_.size(); }
   /// Elements of memory the view reaches (see Layout::span_size).
@@ -402,11 +410,13 @@ class LayoutTensor {
   DEVCTX_HD_INLINE constexpr T& operator()(I... indices) const {
     const std::size_t index[rank] = {std::size_t(indices)...};
 #if defined(DEVCTX_CHECK_BOUNDS)
-    if (!layout_.contains(index)) [[unlikely]] fail("index", index);
+    if (!layout_.contains(index)) [[unlikely]]
+      fail("index", index);
 #endif
     const std::size_t off = layout_.offset(index);
 #if !defined(__CUDA_ARCH__)
-    if (!std::is_constant_evaluated() && detail::cpu::in_checked_launch()) [[unlikely]] return checked(index, off);
+    if (!std::is_constant_evaluated() && detail::cpu::in_checked_launch()) [[unlikely]]
+      return checked(index, off);
 #endif
     return data_[off];
   }
@@ -450,7 +460,9 @@ class LayoutTensor {
 
   /// A rank-2 tensor with its indices swapped: t.transpose()(j, i) is t(i, j). Row-major becomes
   /// column-major and back (the contiguous dimension stays contiguous).
-  [[nodiscard]] DEVCTX_HD constexpr auto transpose() const requires(rank == 2) {
+  [[nodiscard]] DEVCTX_HD constexpr auto transpose() const
+    requires(rank == 2)
+  {
     constexpr Order o = L::order == Order::row_major   ? Order::col_major
                         : L::order == Order::col_major ? Order::row_major
                                                        : Order::strided;
@@ -487,7 +499,8 @@ class LayoutTensor {
     for (std::size_t d = 0; d < rank; ++d) extents[d] = extent(d);
     detail::tensor_out_of_range(what, index, extents, rank);
   }
-  [[noreturn]] DEVCTX_HD void fail(const char* what, const std::size_t (&index)[rank], const std::size_t (&bound)[rank]) const {
+  [[noreturn]] DEVCTX_HD void fail(const char* what, const std::size_t (&index)[rank],
+                                   const std::size_t (&bound)[rank]) const {
     detail::tensor_out_of_range(what, index, bound, rank);
   }
 #if !defined(__CUDA_ARCH__)

@@ -59,23 +59,23 @@ enum class Direction : unsigned char { none, host_to_device, device_to_host, dev
 /// device, and are absent for operations that have no device time (allocations, frees, event
 /// records, synchronizes) or whose work had not finished when the record was read.
 struct Operation {
-  std::uint64_t id = 0;             ///< enqueue order, from 1, over the whole process
+  std::uint64_t id = 0;  ///< enqueue order, from 1, over the whole process
   Kind kind = Kind::copy;
-  std::string name;                 ///< the trace's event name: "copy HtoD", "memset", the kernel's source name, ...
-  std::string device;               ///< "cuda:0 (NVIDIA H200)", as messages name devices
-  int stream = 0;                   ///< the stream's track on its device, from 1 in order of first use
-  int host_thread = 0;              ///< the host thread that enqueued it, from 1 in order of first use
+  std::string name;     ///< the trace's event name: "copy HtoD", "memset", the kernel's source name, ...
+  std::string device;   ///< "cuda:0 (NVIDIA H200)", as messages name devices
+  int stream = 0;       ///< the stream's track on its device, from 1 in order of first use
+  int host_thread = 0;  ///< the host thread that enqueued it, from 1 in order of first use
   Direction direction = Direction::none;  ///< copies only
-  bool pageable = false;            ///< copies: the host side is ordinary (pageable) memory, not a HostBuffer
-  bool staged = false;              ///< copies: went through the CUDA staging engine (pinned chunks)
-  bool host_memory = false;         ///< allocations and frees: a HostBuffer's memory
-  std::uint64_t bytes = 0;          ///< bytes copied, filled, allocated or freed
+  bool pageable = false;                  ///< copies: the host side is ordinary (pageable) memory, not a HostBuffer
+  bool staged = false;                    ///< copies: went through the CUDA staging engine (pinned chunks)
+  bool host_memory = false;               ///< allocations and frees: a HostBuffer's memory
+  std::uint64_t bytes = 0;                ///< bytes copied, filled, allocated or freed
   Dim3 grid_dim{0, 0, 0}, block_dim{0, 0, 0};  ///< kernels only
-  std::uint64_t shared_bytes = 0;   ///< kernels only
+  std::uint64_t shared_bytes = 0;              ///< kernels only
   /// Kernels on the CPU backend, once they ran: how ("translated: ...", "plain loop: ...",
   /// "cooperative fibers ...; fibers: <why not translated>"), as DEVCTX_TRACE=1 prints it.
   std::string execution;
-  double host_begin_us = 0, host_end_us = 0;   ///< the enqueue call on the host (for synchronize: the wait)
+  double host_begin_us = 0, host_end_us = 0;             ///< the enqueue call on the host (for synchronize: the wait)
   std::optional<double> device_begin_us, device_end_us;  ///< when the device ran it
 };
 
@@ -128,7 +128,7 @@ struct Report {
   TransferTotals device_to_host_pinned, device_to_host_pageable;
   TransferTotals device_to_device, host_to_host;
   std::uint64_t kernels = 0;
-  double kernel_ms = 0;         ///< summed device time of kernels
+  double kernel_ms = 0;  ///< summed device time of kernels
   std::uint64_t fills = 0;
   std::uint64_t fill_bytes = 0;
   double fill_ms = 0;
@@ -141,8 +141,8 @@ struct Report {
   std::uint64_t round_trips = 0;
   /// Device time in copies over device time in copies, fills and kernels (0 when none).
   double transfer_share = 0;
-  std::vector<Offender> largest;      ///< up to 3 copy groups, most device time first
-  std::vector<std::string> advice;    ///< the lesson's advice that applies, if any
+  std::vector<Offender> largest;    ///< up to 3 copy groups, most device time first
+  std::vector<std::string> advice;  ///< the lesson's advice that applies, if any
 
   [[nodiscard]] std::uint64_t transfer_bytes() const noexcept;
   [[nodiscard]] double transfer_ms() const noexcept;

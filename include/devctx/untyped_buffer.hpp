@@ -43,8 +43,8 @@ enum class MemoryKind : unsigned char {
 template <class T>
 struct ReleasedBuffer {
   T* data = nullptr;
-  std::size_t size = 0;                     ///< elements
-  void* owner = nullptr;                    ///< devctx's record of the memory, for `free`
+  std::size_t size = 0;   ///< elements
+  void* owner = nullptr;  ///< devctx's record of the memory, for `free`
   void (*free)(void* owner) noexcept = nullptr;
 };
 

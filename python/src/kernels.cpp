@@ -167,8 +167,8 @@ void softmax(devctx::StreamRef stream, devctx::DeviceSlice<const T> x, devctx::D
     throw devctx::Error(devctx::Errc::invalid_argument,
                         "softmax: " + std::to_string(g) + " threads per row in blocks of " + std::to_string(b) +
                             ": it takes 1 thread per row in blocks of 1..1024, 2, 4, 8, 16 or 32 in blocks of a "
-                            "multiple of 32 up to 1024, or " + std::to_string(kThreads) + " in blocks of " +
-                            std::to_string(kThreads));
+                            "multiple of 32 up to 1024, or " +
+                            std::to_string(kThreads) + " in blocks of " + std::to_string(kThreads));
   if (rows == 0 || cols == 0) return;
   const std::size_t rows_per_block = whole_block ? 1 : b / g;
   const std::size_t blocks = rows / rows_per_block + (rows % rows_per_block != 0);
@@ -177,16 +177,15 @@ void softmax(devctx::StreamRef stream, devctx::DeviceSlice<const T> x, devctx::D
   if (whole_block)
     stream.enqueue_function<softmax_block_kernel<T>>({.grid_dim = unsigned(blocks), .block_dim = b}, x, out, cols);
   else
-    stream.enqueue_function<softmax_group_kernel<T>>({.grid_dim = unsigned(blocks), .block_dim = b}, x, out, rows,
-                                                     cols, g);
+    stream.enqueue_function<softmax_group_kernel<T>>({.grid_dim = unsigned(blocks), .block_dim = b}, x, out, rows, cols, g);
 }
 
 template void vector_add<float>(devctx::StreamRef, devctx::DeviceSlice<const float>, devctx::DeviceSlice<const float>,
                                 devctx::DeviceSlice<float>);
-template void vector_add<double>(devctx::StreamRef, devctx::DeviceSlice<const double>, devctx::DeviceSlice<const double>,
-                                 devctx::DeviceSlice<double>);
-template void softmax<float>(devctx::StreamRef, devctx::DeviceSlice<const float>, devctx::DeviceSlice<float>, std::size_t,
-                             std::size_t, SoftmaxShape);
+template void vector_add<double>(devctx::StreamRef, devctx::DeviceSlice<const double>,
+                                 devctx::DeviceSlice<const double>, devctx::DeviceSlice<double>);
+template void softmax<float>(devctx::StreamRef, devctx::DeviceSlice<const float>, devctx::DeviceSlice<float>,
+                             std::size_t, std::size_t, SoftmaxShape);
 template void softmax<double>(devctx::StreamRef, devctx::DeviceSlice<const double>, devctx::DeviceSlice<double>,
                               std::size_t, std::size_t, SoftmaxShape);
 

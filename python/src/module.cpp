@@ -51,7 +51,8 @@ using devctx::Errc;
 /// when `overflow` is set.
 struct ArgumentError : devctx::Error {
   bool overflow;
-  ArgumentError(bool overflows, const std::string& message) : devctx::Error(Errc::invalid_argument, message), overflow(overflows) {}
+  ArgumentError(bool overflows, const std::string& message)
+      : devctx::Error(Errc::invalid_argument, message), overflow(overflows) {}
 };
 
 [[noreturn]] void bad_value(const std::string& message) { throw ArgumentError(false, message); }
@@ -116,7 +117,8 @@ std::optional<unsigned long long> to_unsigned_long_long(nb::handle i) {
 std::optional<std::string> as_str(nb::handle h, const std::string& what, bool none_ok) {
   if (none_ok && h.is_none()) return std::nullopt;
   if (!PyUnicode_Check(h.ptr()))
-    bad_type(what + " must be a str" + (none_ok ? " or None" : "") + ", not " + py_type_name(h) + " (" + short_repr(h) + ")");
+    bad_type(what + " must be a str" + (none_ok ? " or None" : "") + ", not " + py_type_name(h) + " (" + short_repr(h) +
+             ")");
   Py_ssize_t size = 0;
   const char* text = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
   if (text == nullptr) {
@@ -141,7 +143,7 @@ bool as_bool(nb::handle h, const std::string& what) {
 
 enum class DType { boolean, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64 };
 
-constexpr const char* dtype_names[] = {"bool",  "int8",   "int16",  "int32",   "int64",  "uint8",
+constexpr const char* dtype_names[] = {"bool",   "int8",   "int16",  "int32",   "int64",  "uint8",
                                        "uint16", "uint32", "uint64", "float32", "float64"};
 
 const char* name_of(DType t) { return dtype_names[int(t)]; }
@@ -254,7 +256,8 @@ std::vector<std::int64_t> parse_shape(nb::handle shape, std::size_t& count, cons
   // of shape (n,) is both iterable and has __index__, and is a sequence here.
   std::vector<nb::object> items;
   const auto not_a_shape = [&] {
-    bad_type(fn + ": shape must be an int or a sequence of ints, not " + py_type_name(shape) + " (" + short_repr(shape) + ")");
+    bad_type(fn + ": shape must be an int or a sequence of ints, not " + py_type_name(shape) + " (" +
+             short_repr(shape) + ")");
   };
   if (PyUnicode_Check(shape.ptr()) || PyBytes_Check(shape.ptr()) || PyByteArray_Check(shape.ptr())) not_a_shape();
   PyObject* it = PyLong_Check(shape.ptr()) ? nullptr : PyObject_GetIter(shape.ptr());
@@ -283,12 +286,13 @@ std::vector<std::int64_t> parse_shape(nb::handle shape, std::size_t& count, cons
     if (!v) too_large(what + " = " + short_repr(value) + " does not fit in 64 bits (a dimension is below 2^63)");
     dims.push_back(std::int64_t(*v));
     const std::size_t d = std::size_t(*v);
-    if (d != 0 && count > std::size_t(std::numeric_limits<std::int64_t>::max()) / d) overflowed = true;
-    else count *= d;
+    if (d != 0 && count > std::size_t(std::numeric_limits<std::int64_t>::max()) / d)
+      overflowed = true;
+    else
+      count *= d;
   }
   const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
-  if (overflowed && !empty)
-    too_large(fn + ": shape " + short_repr(shape) + " holds more than 2^63 - 1 elements");
+  if (overflowed && !empty) too_large(fn + ": shape " + short_repr(shape) + " holds more than 2^63 - 1 elements");
   if (empty) count = 0;
   return dims;
 }
@@ -298,9 +302,7 @@ DeviceArray make_device_array(const Context& c, nb::handle shape, nb::handle dty
   a.ctx = c.ctx;
   a.shape = parse_shape(shape, a.count, "empty");
   a.dtype = dtype_named(dtype, "empty");
-  visit(a.dtype, [&]<class T>() {
-    a.own(c.ctx->enqueue_create_buffer<T>(a.count));
-  });
+  visit(a.dtype, [&]<class T>() { a.own(c.ctx->enqueue_create_buffer<T>(a.count)); });
   return a;
 }
 
@@ -309,9 +311,7 @@ HostArray make_host_array(const Context& c, nb::handle shape, nb::handle dtype) 
   a.ctx = c.ctx;
   a.shape = parse_shape(shape, a.count, "empty_host");
   a.dtype = dtype_named(dtype, "empty_host");
-  visit(a.dtype, [&]<class T>() {
-    a.own(c.ctx->enqueue_create_host_buffer<T>(a.count));
-  });
+  visit(a.dtype, [&]<class T>() { a.own(c.ctx->enqueue_create_host_buffer<T>(a.count)); });
   return a;
 }
 
@@ -360,7 +360,8 @@ void describe(Side& side, nb::handle obj, bool writable, const char* role) {
     side.dtype = side.array->dtype;
     side.count = side.array->count;
     if (writable && side.array->readonly)
-      fail(Errc::invalid_argument, std::string("copy: the ") + role + " is a read-only array (imported read-only through DLPack)");
+      fail(Errc::invalid_argument,
+           std::string("copy: the ") + role + " is a read-only array (imported read-only through DLPack)");
     return;
   }
   const int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
@@ -383,9 +384,12 @@ void describe(Side& side, nb::handle obj, bool writable, const char* role) {
 /// Calls f with the devctx endpoint of `side` for element type T.
 template <class T, class F>
 void with_endpoint(const Side& side, F&& f) {
-  if (side.array == nullptr) f(std::span<T>(static_cast<T*>(side.object.view.buf), side.count));
-  else if (side.host_array) f(side.array->host_slice<T>());
-  else f(side.array->device_slice<T>());
+  if (side.array == nullptr)
+    f(std::span<T>(static_cast<T*>(side.object.view.buf), side.count));
+  else if (side.host_array)
+    f(side.array->host_slice<T>());
+  else
+    f(side.array->device_slice<T>());
 }
 
 /// Context.copy: on `stream` (stream_argument's kinds: None is the context's own stream).
@@ -442,7 +446,8 @@ T fill_value(nb::handle value, DType dtype) {
     const bool real = PyFloat_Check(value.ptr()) || PyIndex_Check(value.ptr()) || is_numpy_bool(value) ||
                       (number != nullptr && number->nb_float != nullptr && !PyComplex_Check(value.ptr()) &&
                        std::string_view(Py_TYPE(value.ptr())->tp_name).find("complex") == std::string_view::npos);
-    if (!real) bad_type("fill: value" + into + " must be a real number, not " + py_type_name(value) + " (" + short_repr(value) + ")");
+    if (!real)
+      bad_type("fill: value" + into + " must be a real number, not " + py_type_name(value) + " (" + short_repr(value) + ")");
     const double d = PyFloat_AsDouble(value.ptr());
     if (d == -1.0 && PyErr_Occurred()) {
       const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError) != 0;
@@ -490,8 +495,10 @@ void capsule_destructor(PyObject* capsule) {
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
   auto* tensor = static_cast<Managed*>(PyCapsule_GetPointer(capsule, versioned ? kCapsuleVersioned : kCapsule));
-  if (tensor == nullptr) PyErr_Clear();
-  else if (tensor->deleter != nullptr) tensor->deleter(tensor);
+  if (tensor == nullptr)
+    PyErr_Clear();
+  else if (tensor->deleter != nullptr)
+    tensor->deleter(tensor);
   PyErr_Restore(type, value, traceback);
 }
 
@@ -535,12 +542,13 @@ nb::object export_dlpack(const Array& a, bool host, nb::handle stream, nb::handl
     const std::string what = "__dlpack__: dl_device";
     const bool pair = PyTuple_Check(dl_device.ptr()) || PyList_Check(dl_device.ptr());
     if (!pair || PySequence_Size(dl_device.ptr()) != 2)
-      bad_type(what + " must be None or a (device_type, device_id) tuple of ints, not " + py_type_name(dl_device) + " (" +
-               short_repr(dl_device) + ")");
+      bad_type(what + " must be None or a (device_type, device_id) tuple of ints, not " + py_type_name(dl_device) +
+               " (" + short_repr(dl_device) + ")");
     const auto type = to_long_long(as_int(nb::borrow(PySequence_Fast_GET_ITEM(dl_device.ptr(), 0)), what + "[0]", "an int"));
     const auto id = to_long_long(as_int(nb::borrow(PySequence_Fast_GET_ITEM(dl_device.ptr(), 1)), what + "[1]", "an int"));
     const bool host_memory = own.first == kDLCPU || own.first == kDLCUDAHost;
-    if (type == kDLCPU && id == 0 && host_memory) as_cpu = true;
+    if (type == kDLCPU && id == 0 && host_memory)
+      as_cpu = true;
     else if (type != own.first || id != own.second)
       throw nb::buffer_error("__dlpack__: the array cannot be exported to that device without a copy");
   }
@@ -567,16 +575,17 @@ nb::object export_dlpack(const Array& a, bool host, nb::handle stream, nb::handl
   const bool cuda_device_memory = own.first == kDLCUDA;
   if (cuda_device_memory) {
     if (handle == std::uint64_t{0})
-      bad_value("__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default stream), 2 (per-thread default "
-                "stream) or a stream's handle");
+      bad_value(
+          "__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default stream), 2 (per-thread default "
+          "stream) or a stream's handle");
   } else if (!stream.is_none() && handle && !a.ctx->backend().has_device_memory) {
     bad_value("__dlpack__: a CPU array takes no stream (stream must be None or -1)");
   }
   if (cuda_device_memory) {
     if (handle) {
       nb::gil_scoped_release unlocked;
-      devctx::Stream consumer =
-          devctx::wrap_cuda_stream(*a.ctx, reinterpret_cast<devctx::CudaStreamHandle>(std::uintptr_t(*handle)));
+      devctx::Stream consumer = devctx::wrap_cuda_stream(*a.ctx, reinterpret_cast<devctx::CudaStreamHandle>(
+                                                                     std::uintptr_t(*handle)));
       consumer.enqueue_wait_for(a.ctx->record_event());
     }
   } else {
@@ -638,8 +647,10 @@ DeviceArray import_tensor(const Context& c, Managed* original) {
   Managed* wrapped = GilTensor<Managed>::wrap(original);
   try {
     visit(a.dtype, [&]<class T>() {
-      if (a.readonly) a.own(devctx::from_dlpack<const T>(*c.ctx, wrapped));
-      else a.own(devctx::from_dlpack<T>(*c.ctx, wrapped));
+      if (a.readonly)
+        a.own(devctx::from_dlpack<const T>(*c.ctx, wrapped));
+      else
+        a.own(devctx::from_dlpack<T>(*c.ctx, wrapped));
     });
   } catch (...) {
     delete wrapped;  // not taken over: the capsule still owns the producer's tensor
@@ -663,7 +674,8 @@ DeviceArray from_capsule(nb::handle ctx, nb::handle capsule) {
     PyCapsule_SetName(p, kCapsuleUsed);
     return a;
   }
-  throw nb::type_error("from_dlpack: expected a DLPack capsule ('dltensor' or 'dltensor_versioned') that no one has consumed yet");
+  throw nb::type_error(
+      "from_dlpack: expected a DLPack capsule ('dltensor' or 'dltensor_versioned') that no one has consumed yet");
 }
 
 // ---- kernels ------------------------------------------------------------------------------------------
@@ -673,8 +685,8 @@ const DeviceArray& float_array(nb::handle obj, const char* function, const char*
     bad_type(std::string(function) + ": " + role + " must be a devctx DeviceArray, not " + py_type_name(obj));
   const auto& a = nb::cast<const DeviceArray&>(obj);
   if (a.dtype != DType::float32 && a.dtype != DType::float64)
-    fail(Errc::invalid_argument, std::string(function) + ": " + role + " holds " + name_of(a.dtype) +
-                                     "; it takes float32 or float64 arrays");
+    fail(Errc::invalid_argument,
+         std::string(function) + ": " + role + " holds " + name_of(a.dtype) + "; it takes float32 or float64 arrays");
   return a;
 }
 
@@ -693,7 +705,8 @@ void vector_add(nb::handle ctx, nb::handle a_obj, nb::handle b_obj, nb::handle o
   check_same_type("vector_add", a, out);
   check_same_type("vector_add", b, out);
   if (a.dtype == DType::float32)
-    devctx_python::vector_add<float>(*c.ctx, a.device_slice<const float>(), b.device_slice<const float>(), out.device_slice<float>());
+    devctx_python::vector_add<float>(*c.ctx, a.device_slice<const float>(), b.device_slice<const float>(),
+                                     out.device_slice<float>());
   else
     devctx_python::vector_add<double>(*c.ctx, a.device_slice<const double>(), b.device_slice<const double>(),
                                       out.device_slice<double>());
@@ -721,8 +734,7 @@ void softmax(nb::handle ctx, nb::handle x_obj, nb::handle out_obj, nb::handle sh
   if (x.dtype == DType::float32)
     devctx_python::softmax<float>(*c.ctx, x.device_slice<const float>(), out.device_slice<float>(), rows, cols, shape);
   else
-    devctx_python::softmax<double>(*c.ctx, x.device_slice<const double>(), out.device_slice<double>(), rows, cols,
-                                   shape);
+    devctx_python::softmax<double>(*c.ctx, x.device_slice<const double>(), out.device_slice<double>(), rows, cols, shape);
 }
 
 // ---- what streams.cpp and runtime_kernels.cpp take from here ----------------------------------------
@@ -765,46 +777,51 @@ nb::object array_repr(const A& a, const char* kind) {
   std::string shape;
   for (const auto d : a.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
   if (a.shape.size() == 1) shape += ",";
-  return nb::str((std::string(kind) + "(shape=(" + shape + "), dtype=" + name_of(a.dtype) + ", device=" +
-                  devctx::to_string(a.ctx->api()) + ":" + std::to_string(a.ctx->id()) + (a.readonly ? ", readonly" : "") + ")")
+  return nb::str((std::string(kind) + "(shape=(" + shape + "), dtype=" + name_of(a.dtype) +
+                  ", device=" + devctx::to_string(a.ctx->api()) + ":" + std::to_string(a.ctx->id()) +
+                  (a.readonly ? ", readonly" : "") + ")")
                      .c_str());
 }
 
 template <class A>
 void bind_array(nb::class_<A>& cls, bool host, const char* kind) {
-  cls.def_prop_ro("shape", [](const A& a) {
-       nb::list dims;
-       for (const auto d : a.shape) dims.append(d);
-       return nb::tuple(dims);
-     })
+  cls.def_prop_ro("shape",
+                  [](const A& a) {
+                    nb::list dims;
+                    for (const auto d : a.shape) dims.append(d);
+                    return nb::tuple(dims);
+                  })
       .def_prop_ro("dtype", [](const A& a) { return std::string(name_of(a.dtype)); })
       .def_prop_ro("size", [](const A& a) { return a.count; })
       .def_prop_ro("nbytes", [](const A& a) { return a.count * size_of(a.dtype); })
       .def_prop_ro("readonly", [](const A& a) { return a.readonly; })
       .def_prop_ro("data_ptr", [](const A& a) { return reinterpret_cast<std::uintptr_t>(a.data); })
       .def_prop_ro("context", [](const A& a) { return Context{a.ctx}; })
-      .def("reshape",
-           [](const A& a, nb::handle shape) {
-             A r = a;
-             std::size_t count = 0;
-             r.shape = parse_shape(shape, count, "reshape");
-             if (count != a.count)
-               fail(Errc::size_mismatch, "reshape: the new shape holds " + std::to_string(count) + " elements, the array " +
-                                             std::to_string(a.count));
-             return r;
-           },
-           nb::arg("shape").none())
-      .def("__dlpack__",
-           [host](const A& a, nb::handle stream, nb::handle max_version, nb::handle dl_device, nb::handle copy_requested) {
-             return export_dlpack(a, host, stream, max_version, dl_device, copy_requested);
-           },
-           nb::kw_only(), nb::arg("stream").none() = nb::none(), nb::arg("max_version").none() = nb::none(),
-           nb::arg("dl_device").none() = nb::none(), nb::arg("copy").none() = nb::none())
+      .def(
+          "reshape",
+          [](const A& a, nb::handle shape) {
+            A r = a;
+            std::size_t count = 0;
+            r.shape = parse_shape(shape, count, "reshape");
+            if (count != a.count)
+              fail(Errc::size_mismatch, "reshape: the new shape holds " + std::to_string(count) +
+                                            " elements, the array " + std::to_string(a.count));
+            return r;
+          },
+          nb::arg("shape").none())
+      .def(
+          "__dlpack__",
+          [host](const A& a, nb::handle stream, nb::handle max_version, nb::handle dl_device, nb::handle copy_requested) {
+            return export_dlpack(a, host, stream, max_version, dl_device, copy_requested);
+          },
+          nb::kw_only(), nb::arg("stream").none() = nb::none(), nb::arg("max_version").none() = nb::none(),
+          nb::arg("dl_device").none() = nb::none(), nb::arg("copy").none() = nb::none())
       .def("__dlpack_device__", [host](const A& a) { return dlpack_device_of(a, host); })
-      .def("__len__", [](const A& a) {
-        if (a.shape.empty()) throw nb::type_error("len() of a 0-d array");
-        return std::size_t(a.shape[0]);
-      })
+      .def("__len__",
+           [](const A& a) {
+             if (a.shape.empty()) throw nb::type_error("len() of a 0-d array");
+             return std::size_t(a.shape[0]);
+           })
       .def("__repr__", [kind](const A& a) { return array_repr(a, kind); });
 }
 
@@ -872,28 +889,34 @@ NB_MODULE(_devctx, m) {
                c.ctx->name() + ")";
       });
 
-  nb::class_<DeviceArray> device_array(m, "DeviceArray", "Device memory of a context: a devctx DeviceBuffer or DeviceView.");
+  nb::class_<DeviceArray> device_array(m, "DeviceArray",
+                                       "Device memory of a context: a devctx DeviceBuffer or DeviceView.");
   device_array_type = reinterpret_cast<PyTypeObject*>(device_array.ptr());
   bind_array(device_array, false, "DeviceArray");
   nb::class_<HostArray> host_array(m, "HostArray", "Host memory fit for fast transfers: a devctx HostBuffer.");
   bind_array(host_array, true, "HostArray");
 
-  m.def("count", [](nb::handle api_name) {
-    const std::string api = *as_str(api_name, "count: api", false);
-    const auto all = devctx::backends();
-    std::string names;  // "'cpu' and 'cuda'"
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      if (all[i]->name == api) return all[i]->device_count();
-      names += (i == 0 ? "'" : i + 1 == all.size() ? " and '" : ", '") + std::string(all[i]->name) + "'";
-    }
-    bad_value("count('" + api + "'): the backends are " + names);
-  }, nb::arg("api").none(), "The number of devices of a backend ('cpu' or 'cuda'); 0 when none or not built.");
-  m.def("vector_add", &vector_add, nb::arg("ctx").none(), nb::arg("a").none(), nb::arg("b").none(), nb::arg("out").none(),
-        "out = a + b, elementwise, as a devctx kernel on ctx's stream (float32 or float64).");
-  m.def("softmax", [](nb::handle ctx, nb::handle x, nb::handle out) { softmax(ctx, x, out, nb::none()); },
-        nb::arg("ctx").none(), nb::arg("x").none(), nb::arg("out").none(),
-        "Row-wise softmax of x (shape (rows, cols) or (cols,)) into out, as a devctx kernel on ctx's stream.");
-  m.def("_softmax", &softmax, nb::arg("ctx").none(), nb::arg("x").none(), nb::arg("out").none(), nb::arg("launch_shape").none(),
+  m.def(
+      "count",
+      [](nb::handle api_name) {
+        const std::string api = *as_str(api_name, "count: api", false);
+        const auto all = devctx::backends();
+        std::string names;  // "'cpu' and 'cuda'"
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          if (all[i]->name == api) return all[i]->device_count();
+          names += (i == 0 ? "'" : i + 1 == all.size() ? " and '" : ", '") + std::string(all[i]->name) + "'";
+        }
+        bad_value("count('" + api + "'): the backends are " + names);
+      },
+      nb::arg("api").none(), "The number of devices of a backend ('cpu' or 'cuda'); 0 when none or not built.");
+  m.def("vector_add", &vector_add, nb::arg("ctx").none(), nb::arg("a").none(), nb::arg("b").none(),
+        nb::arg("out").none(), "out = a + b, elementwise, as a devctx kernel on ctx's stream (float32 or float64).");
+  m.def(
+      "softmax", [](nb::handle ctx, nb::handle x, nb::handle out) { softmax(ctx, x, out, nb::none()); },
+      nb::arg("ctx").none(), nb::arg("x").none(), nb::arg("out").none(),
+      "Row-wise softmax of x (shape (rows, cols) or (cols,)) into out, as a devctx kernel on ctx's stream.");
+  m.def("_softmax", &softmax, nb::arg("ctx").none(), nb::arg("x").none(), nb::arg("out").none(),
+        nb::arg("launch_shape").none(),
         "softmax with a forced launch shape (threads per row, block size): for the tests, which check every "
         "shape the GPU uses on the CPU backend too.");
   m.def("_from_capsule", &from_capsule, nb::arg("ctx").none(), nb::arg("capsule").none(),

@@ -56,7 +56,7 @@ bool is_numpy_bool(PyObject* o) {
 }
 
 const char* const kind_names[] = {"scalar", "span", "pointer"};
-const char* const scalar_names[] = {"other", "bool",   "int8",   "int16",   "int32",  "int64",
+const char* const scalar_names[] = {"other", "bool",   "int8",   "int16",  "int32",   "int64",
                                     "uint8", "uint16", "uint32", "uint64", "float32", "float64"};
 
 /// Calls f.template operator()<T>() for a ScalarType other than `other`.
@@ -136,8 +136,10 @@ KernelArg scalar_arg(const char* verb, const devctx::DeviceFunction& fn, std::si
       const long long x = PyLong_AsLongLongAndOverflow(index.ptr(), &over);
       if (over > 0) {
         const unsigned long long u = PyLong_AsUnsignedLongLong(index.ptr());
-        if (PyErr_Occurred()) PyErr_Clear();
-        else fits = u <= std::numeric_limits<T>::max(), value = static_cast<T>(u);
+        if (PyErr_Occurred())
+          PyErr_Clear();
+        else
+          fits = u <= std::numeric_limits<T>::max(), value = static_cast<T>(u);
       } else {
         fits = over == 0 && x >= 0 && static_cast<unsigned long long>(x) <= std::numeric_limits<T>::max();
         value = static_cast<T>(x);
@@ -523,7 +525,8 @@ void bind_runtime_kernels(nb::module_& m, const RuntimeKernelHooks& hooks) {
   m.attr("CompileError") = nb::handle(compile_error_type);
   nb::register_exception_translator(&translate);
 
-  nb::class_<devctx::Module>(m, "Module", "A kernel source given at run time (devctx::Module): nothing compiles until Context.compile_function.")
+  nb::class_<devctx::Module>(
+      m, "Module", "A kernel source given at run time (devctx::Module): nothing compiles until Context.compile_function.")
       .def(nb::init<std::string, std::string, std::vector<std::string>>(), nb::arg("source"),
            nb::arg("name") = "runtime_kernel.cpp", nb::arg("options") = std::vector<std::string>{},
            "source: devctx kernel code (#include <devctx/kernel.hpp>, DEVCTX_KERNEL functions); name: the file "

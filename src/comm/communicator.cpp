@@ -83,7 +83,8 @@ std::vector<std::shared_ptr<CommImpl>> comm_create_group(QueueImpl* const* queue
   for (std::size_t i = 1; i < count; ++i)
     if (queues[i]->device().info().api != api)
       fail(Errc::not_available, "Communicator::create: context ", i, " is on ", queues[i]->device().label(),
-           " but context 0 on ", queues[0]->device().label(), "; the ranks of one communicator are all CPU "
+           " but context 0 on ", queues[0]->device().label(),
+           "; the ranks of one communicator are all CPU "
            "devices or all GPUs");
   if (const auto create = descriptor_of(api).create_comm_group) return create(queues, count);
   fail(Errc::not_available, "Communicator::create on ", queues[0]->device().label(), ": the ", to_string(api),
@@ -130,8 +131,8 @@ void check_side(const CommImpl& comm, const QueueImpl& queue, const CollectiveCa
 /// forms NCCL and MPI define; any other overlap has no meaning an engine could agree on, so it is
 /// refused here, before any engine sees the call (broadcast, send and recv use one buffer).
 void check_aliasing(const CommImpl& comm, const CollectiveCall& c, std::size_t element_bytes) {
-  if (c.kind != CollectiveKind::all_reduce && c.kind != CollectiveKind::reduce && c.kind != CollectiveKind::all_gather &&
-      c.kind != CollectiveKind::reduce_scatter)
+  if (c.kind != CollectiveKind::all_reduce && c.kind != CollectiveKind::reduce &&
+      c.kind != CollectiveKind::all_gather && c.kind != CollectiveKind::reduce_scatter)
     return;
   // Both sides are buffers of this device (checked): their byte counts fit.
   const auto s = reinterpret_cast<std::uintptr_t>(c.send.data), r = reinterpret_cast<std::uintptr_t>(c.recv.data);
@@ -145,9 +146,11 @@ void check_aliasing(const CommImpl& comm, const CollectiveCall& c, std::size_t e
   const char* form = c.kind == CollectiveKind::all_gather       ? "send is recv's part at rank() * send.size()"
                      : c.kind == CollectiveKind::reduce_scatter ? "recv is send's part at rank() * recv.size()"
                                                                 : "send and recv are the same memory";
-  fail(Errc::invalid_argument, "Communicator::", to_string(c.kind), " (rank ", comm.rank(), " of ", comm.size(), ", on ",
-       comm.device().label(), "): send and recv overlap without being in place; they must be disjoint or exactly in "
-       "place (", form, "), on every engine");
+  fail(Errc::invalid_argument, "Communicator::", to_string(c.kind), " (rank ", comm.rank(), " of ", comm.size(),
+       ", on ", comm.device().label(),
+       "): send and recv overlap without being in place; they must be disjoint or exactly in "
+       "place (",
+       form, "), on every engine");
 }
 
 }  // namespace
@@ -158,8 +161,8 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
     fail(Errc::wrong_device, "Communicator::", name, ": the stream belongs to ", queue.device().label(), " but rank ",
          comm.rank(), " of the communicator is on ", comm.device().label(), "; use a stream of the rank's device");
   if (queue.recorder() != nullptr)
-    fail(Errc::invalid_argument, "Communicator::", name, " on a stream recording a devctx::Graph (", queue.device().label(),
-         "): collectives are not recorded; make the call outside the graph");
+    fail(Errc::invalid_argument, "Communicator::", name, " on a stream recording a devctx::Graph (",
+         queue.device().label(), "): collectives are not recorded; make the call outside the graph");
   if (unsigned(call.op) > unsigned(ReduceOp::avg))
     fail(Errc::invalid_argument, "Communicator::", name, ": ReduceOp value ", int(call.op), " names no operation");
   const bool sends = call.kind != CollectiveKind::recv, receives = call.kind != CollectiveKind::send;
@@ -168,8 +171,8 @@ void comm_enqueue(CommImpl& comm, QueueImpl& queue, const CollectiveCall& call, 
   const bool rooted = call.kind == CollectiveKind::broadcast || call.kind == CollectiveKind::reduce;
   const bool p2p = call.kind == CollectiveKind::send || call.kind == CollectiveKind::recv;
   if ((rooted || p2p) && (call.root < 0 || call.root >= comm.size()))
-    fail(Errc::invalid_argument, "Communicator::", name, " (rank ", comm.rank(), "): ", p2p ? "peer " : "root ", call.root,
-         " is not a rank of the communicator (ranks 0..", comm.size() - 1, ')');
+    fail(Errc::invalid_argument, "Communicator::", name, " (rank ", comm.rank(), "): ", p2p ? "peer " : "root ",
+         call.root, " is not a rank of the communicator (ranks 0..", comm.size() - 1, ')');
   if (p2p && call.root == comm.rank())
     fail(Errc::invalid_argument, "Communicator::", name, " (rank ", comm.rank(), "): the peer is this rank; a rank ",
          "cannot ", name, " to itself (use enqueue_copy)");

@@ -12,8 +12,10 @@ namespace {
 /// a + b and a * b that wrap for signed integers (computed unsigned: no undefined overflow).
 template <class T>
 T add(T a, T b) noexcept {
-  if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
-  else return a + b;
+  if constexpr (std::is_integral_v<T>)
+    return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+  else
+    return a + b;
 }
 template <class T>
 T mul(T a, T b) noexcept {

@@ -123,9 +123,8 @@ class MpiRank final : public CommImpl {
     const std::string what = concat("Communicator::", to_string(call.kind), " #", number, " (MPI rank ", rank(), " of ",
                                     size(), ')');
     const int n = size(), me = rank();
-    queue.enqueue_host_task([call, element_bytes, timeout, what, n, me] {
-      run(call, element_bytes, timeout, what, n, me);
-    });
+    queue.enqueue_host_task(
+        [call, element_bytes, timeout, what, n, me] { run(call, element_bytes, timeout, what, n, me); });
   }
 
  private:
@@ -194,9 +193,8 @@ class MpiRank final : public CommImpl {
              "collective: end the program");
       std::this_thread::sleep_for(pause);
     }
-    if (c.op == ReduceOp::avg &&
-        (c.kind == CollectiveKind::all_reduce || c.kind == CollectiveKind::reduce_scatter ||
-         (c.kind == CollectiveKind::reduce && me == c.root)))
+    if (c.op == ReduceOp::avg && (c.kind == CollectiveKind::all_reduce || c.kind == CollectiveKind::reduce_scatter ||
+                                  (c.kind == CollectiveKind::reduce && me == c.root)))
       divide(c.type, c.recv.data, c.recv.count, n);
   }
 

@@ -28,7 +28,11 @@ class Allocation {
   /// runs `on_release` (if any) once devctx's work on the memory has finished.
   Allocation(std::shared_ptr<QueueImpl> home, void* data, std::size_t bytes, MemKind kind,
              std::function<void()> on_release) noexcept
-      : home_(std::move(home)), data_(data), bytes_(bytes), kind_(kind), external_(true),
+      : home_(std::move(home)),
+        data_(data),
+        bytes_(bytes),
+        kind_(kind),
+        external_(true),
         on_release_(std::move(on_release)) {}
 
   [[nodiscard]] void* data() const noexcept { return data_; }

@@ -17,8 +17,7 @@ namespace {
 
 // In the order of the Api values. Addresses of constant-initialized objects: this list is
 // complete before any dynamic initializer of the program runs.
-constinit const std::array<const BackendDescriptor*, 2> kDescriptors = {&cpu_backend_descriptor,
-                                                                        &cuda_backend_descriptor};
+constinit const std::array<const BackendDescriptor*, 2> kDescriptors = {&cpu_backend_descriptor, &cuda_backend_descriptor};
 constinit const std::array<const Backend*, 2> kBackends = {&cpu_backend_descriptor.backend,
                                                            &cuda_backend_descriptor.backend};
 

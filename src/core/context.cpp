@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // src/core/context.cpp - DeviceContext and Event: choosing a device (through the backends'
-// descriptors, core/backend_descriptor.hpp, and the default device), sharing one DeviceImpl among the contexts of a device, and the streams a
-// context owns. The checked enqueue entry points are in enqueue.cpp.
+// descriptors, core/backend_descriptor.hpp, and the default device), sharing one DeviceImpl among the contexts of a
+// device, and the streams a context owns. The checked enqueue entry points are in enqueue.cpp.
 #include <algorithm>
 #include <exception>
 #include <map>
@@ -148,11 +148,12 @@ class ContextImpl {
   }
 
   void synchronize_device() {
-    trace::traced(*queue_, [] { return op::Synchronize{"synchronize_device"}; },
-                  [&] {
-                    synchronize_device_observed(*device_);
-                    synchronize_all();
-                  });
+    trace::traced(
+        *queue_, [] { return op::Synchronize{"synchronize_device"}; },
+        [&] {
+          synchronize_device_observed(*device_);
+          synchronize_all();
+        });
   }
 
  private:
@@ -239,9 +240,9 @@ trace::Report DeviceContext::report() const {
 
 void Event::synchronize() const {
   if (!impl_) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
-  detail::trace::traced(impl_->recorded_on(),
-                        [] { return detail::op::Synchronize{"Event::synchronize"}; },
-                        [&] { detail::event_synchronize(*impl_); });
+  detail::trace::traced(
+      impl_->recorded_on(), [] { return detail::op::Synchronize{"Event::synchronize"}; },
+      [&] { detail::event_synchronize(*impl_); });
   impl_->device().run_finished_releases();
 }
 
@@ -251,14 +252,14 @@ bool Event::query() const {
 }
 
 double elapsed_ms(const Event& start, const Event& stop) {
-  if (!start || !stop) detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
+  if (!start || !stop)
+    detail::throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   if (&start.impl()->device() != &stop.impl()->device())
     detail::fail(Errc::wrong_device, "elapsed_ms: the events belong to different devices (",
                  start.impl()->device().label(), " and ", stop.impl()->device().label(), ')');
   // Waits for both events: a host wait, on the track of the stream that recorded `stop`.
   const double ms = detail::trace::traced(
-      stop.impl()->recorded_on(),
-      [] { return detail::op::Synchronize{"elapsed_ms"}; },
+      stop.impl()->recorded_on(), [] { return detail::op::Synchronize{"elapsed_ms"}; },
       [&] { return stop.impl()->elapsed_ms_since(*start.impl()); });
   detail::event_reached(*start.impl());
   detail::event_reached(*stop.impl());

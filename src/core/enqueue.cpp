@@ -49,9 +49,9 @@ CrossCopy cross_copy_kind(const QueueImpl& queue, const MemRef& dst, const MemRe
   if (d == nullptr && s == nullptr) return CrossCopy::none;
   DeviceImpl& here = queue.device();
   if (d != nullptr && s != nullptr)
-    fail(Errc::wrong_device, "enqueue_copy on ", here.label(), ": neither side is memory of this device (the destination is a ",
-         dst.what, " of ", d->label(), ", the source a ", src.what, " of ", s->label(),
-         "); enqueue the copy on a stream of one of the two devices");
+    fail(Errc::wrong_device, "enqueue_copy on ", here.label(),
+         ": neither side is memory of this device (the destination is a ", dst.what, " of ", d->label(),
+         ", the source a ", src.what, " of ", s->label(), "); enqueue the copy on a stream of one of the two devices");
   DeviceImpl& other = d != nullptr ? *d : *s;
   if (here.can_copy_peer(other)) return CrossCopy::peer;
   // A device whose memory is host memory (a CPU device) is host memory to one with its own (a GPU).
@@ -140,8 +140,8 @@ void queue_copy(QueueImpl& queue, const MemRef& dst, const MemRef& src, std::siz
   if (cross == CrossCopy::peer) {
     DeviceImpl& dst_device = dst.allocation != nullptr ? dst.allocation->device() : queue.device();
     DeviceImpl& src_device = src.allocation != nullptr ? src.allocation->device() : queue.device();
-    return submit(queue, op::PeerCopy{.dst = dst, .src = src, .bytes = bytes, .dst_device = &dst_device,
-                                      .src_device = &src_device});
+    return submit(
+        queue, op::PeerCopy{.dst = dst, .src = src, .bytes = bytes, .dst_device = &dst_device, .src_device = &src_device});
   }
   const MemKind dst_kind = cross == CrossCopy::as_host && foreign_device(queue, dst) ? MemKind::host_pageable
                                                                                      : effective_kind(queue, dst);
@@ -162,8 +162,8 @@ void queue_fill(QueueImpl& queue, const MemRef& dst, const void* value, std::siz
          "or use a HostBuffer");
   check_same_device(queue, dst.kind == MemKind::device ? dst.allocation : nullptr, "DeviceBuffer", "enqueue_memset");
   const std::size_t bytes = endpoint_bytes(queue, "enqueue_memset", dst, element_bytes);
-  submit(queue, op::Fill{.dst = dst, .kind = effective_kind(queue, dst), .value = value,
-                        .element_bytes = element_bytes, .bytes = bytes});
+  submit(queue,
+         op::Fill{.dst = dst, .kind = effective_kind(queue, dst), .value = value, .element_bytes = element_bytes, .bytes = bytes});
 }
 
 void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
@@ -174,7 +174,8 @@ void queue_launch(QueueImpl& queue, const KernelLaunch& launch) {
   auto where = [&] { return concat(launch_operation(launch.name), " on ", device.label(), ": "); };
   auto check_dims = [&](const char* what, const Dim3& d, const Dim3& max) {
     if (d.x == 0 || d.y == 0 || d.z == 0)
-      fail(Errc::invalid_launch, where(), what, ' ', to_string(d), " has a zero dimension; every dimension must be at least 1");
+      fail(Errc::invalid_launch, where(), what, ' ', to_string(d),
+           " has a zero dimension; every dimension must be at least 1");
     if (d.x > max.x || d.y > max.y || d.z > max.z)
       fail(Errc::invalid_launch, where(), what, ' ', to_string(d), " exceeds the device's maximum ", to_string(max));
   };
@@ -220,15 +221,18 @@ void queue_wait_for(QueueImpl& queue, const std::shared_ptr<EventImpl>& event) {
   if (!event) throw_invalid_handle("a default-constructed or moved-from Event: record one with record_event()");
   if (!queue.device().can_wait_for(event->device()))
     fail(Errc::wrong_device, "enqueue_wait_for on ", queue.device().label(), ": the event was recorded on ",
-         event->device().label(), ", which this stream's device cannot wait for: wait on the host "
+         event->device().label(),
+         ", which this stream's device cannot wait for: wait on the host "
          "(event.synchronize()) before enqueueing the dependent work");
   submit(queue, op::Wait{&event});
 }
 
 void queue_host_task(QueueImpl& queue, std::function<void()> task) {
   refuse_if_recorded_from(queue, "enqueue_host_task");
-  if (!task) fail(Errc::invalid_argument, "enqueue_host_task on ", queue.device().label(), ": the task is empty (a "
-                  "default-constructed or moved-from std::function); pass a function to run");
+  if (!task)
+    fail(Errc::invalid_argument, "enqueue_host_task on ", queue.device().label(),
+         ": the task is empty (a "
+         "default-constructed or moved-from std::function); pass a function to run");
   submit(queue, op::HostTask{std::move(task)});
 }
 

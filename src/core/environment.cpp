@@ -56,8 +56,7 @@ DeviceId parse_device_name(std::string_view text, const std::string& subject) {
   if (const auto colon = text.find(':'); colon != std::string_view::npos) {
     name = text.substr(0, colon);
     const auto number = parse_whole_number<int>(text.substr(colon + 1));
-    if (!number)
-      fail(Errc::invalid_argument, subject, ": the device number after ':' must be a non-negative integer");
+    if (!number) fail(Errc::invalid_argument, subject, ": the device number after ':' must be a non-negative integer");
     id = *number;
   }
   std::string names;  // "cpu, cuda or cuda:N"

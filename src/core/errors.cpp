@@ -34,9 +34,7 @@ void throw_span_out_of_range(std::size_t index, std::size_t size) {
        " elements (DEVCTX_CHECK_BOUNDS); guard the access with `if (i < s.size())`");
 }
 
-void throw_invalid_handle(const char* what) {
-  fail(Errc::invalid_handle, "use of ", what);
-}
+void throw_invalid_handle(const char* what) { fail(Errc::invalid_handle, "use of ", what); }
 
 void throw_wrong_memory_kind(const char* what, bool device) {
   fail(Errc::invalid_argument, what, ": the Buffer holds ", device ? "host" : "device", " memory, and this needs ",
@@ -45,8 +43,8 @@ void throw_wrong_memory_kind(const char* what, bool device) {
 }
 
 void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
-  fail(Errc::size_mismatch, what, "(offset ", offset, ", count ", count, ") is out of range: the buffer has ",
-       size, " elements, so offset + count must be at most ", size);
+  fail(Errc::size_mismatch, what, "(offset ", offset, ", count ", count, ") is out of range: the buffer has ", size,
+       " elements, so offset + count must be at most ", size);
 }
 
 void throw_bad_view(const char* what, const void* address, std::size_t bytes, std::size_t from_bytes,
@@ -57,8 +55,10 @@ void throw_bad_view(const char* what, const void* address, std::size_t bytes, st
          " bytes) are not a whole number of ", to_bytes, "-byte elements; view a slice whose size is a multiple of ",
          to_bytes, " bytes");
   fail(Errc::size_mismatch, what, ": the first element's address is ", misaligned, " bytes past a multiple of ",
-       to_align, ", the alignment the ", to_bytes, "-byte element type needs; view a slice that starts at an offset "
-       "that is a multiple of ", to_align, " bytes");
+       to_align, ", the alignment the ", to_bytes,
+       "-byte element type needs; view a slice that starts at an offset "
+       "that is a multiple of ",
+       to_align, " bytes");
 }
 
 }  // namespace detail

@@ -36,7 +36,8 @@ RecordedLaunch::RecordedLaunch(const KernelLaunch& from) : launch(from), name(fr
   if (from.cuda_args != nullptr) {
     // Each points at one packed argument: the same offsets into this copy.
     for (std::size_t i = 0; i < from.param_count; ++i)
-      cuda_args.push_back(args + (static_cast<const std::byte*>(from.cuda_args[i]) - static_cast<const std::byte*>(from.args)));
+      cuda_args.push_back(args +
+                          (static_cast<const std::byte*>(from.cuda_args[i]) - static_cast<const std::byte*>(from.args)));
     cuda_args.push_back(nullptr);
     launch.cuda_args = cuda_args.data();
   }
@@ -162,7 +163,8 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
     for (const MemRef* side : {&o.dst, &o.src})
       if (is_call_time_memory(device(), *side))
         fail(Errc::invalid_argument, "enqueue_copy on a stream recording a devctx::Graph (", device().label(),
-             "): the ", side->what, " is ordinary host memory, which a copy reads or writes during the call, but "
+             "): the ", side->what,
+             " is ordinary host memory, which a copy reads or writes during the call, but "
              "a graph copies at each replay; copy through a HostBuffer of this device");
     raw_->ops.push_back(RecordedOp{.op = o, .value = {}, .launch = {}});
   }
@@ -199,9 +201,10 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
 
   void recording(const char* operation) const {
     if (finished_)
-      fail(Errc::invalid_argument, operation, " on the recording stream of a devctx::Graph whose recording has "
-                                              "finished: the StreamRef given to Graph::record's function is valid only "
-                                              "during that call");
+      fail(Errc::invalid_argument, operation,
+           " on the recording stream of a devctx::Graph whose recording has "
+           "finished: the StreamRef given to Graph::record's function is valid only "
+           "during that call");
   }
 
   /// Ends this thread's recording from origin_ (at finish, or when an exception left the function).
@@ -220,15 +223,14 @@ class RecordingQueue final : public QueueImpl, public GraphRecorder {
 
 }  // namespace
 
-std::shared_ptr<QueueImpl> queue_graph_recorder(QueueImpl& queue) {
-  return std::make_shared<RecordingQueue>(queue);
-}
+std::shared_ptr<QueueImpl> queue_graph_recorder(QueueImpl& queue) { return std::make_shared<RecordingQueue>(queue); }
 
 void refuse_if_recorded_from(const QueueImpl& queue, const char* operation, std::string_view kernel) {
   if (t_recording == nullptr || !t_recording->records_from(queue)) [[likely]]
     return;
   fail(Errc::invalid_argument, kernel.empty() ? std::string(operation) : launch_operation(kernel), " on ",
-       queue.device().label(), " while Graph::record records from this stream: the work would run now and not be part "
+       queue.device().label(),
+       " while Graph::record records from this stream: the work would run now and not be part "
        "of the graph; enqueue it on the stream passed to the recording function");
 }
 
@@ -262,8 +264,9 @@ std::size_t graph_kernel_count(const GraphImpl& graph) noexcept { return graph.k
 void graph_update_kernel(GraphImpl& graph, std::size_t index, const KernelLaunch& launch) {
   auto& recorder = static_cast<RecordingQueue&>(*graph.recorder);
   if (index >= graph.kernel_ops.size())
-    fail(Errc::invalid_argument, "Graph::update_kernel<", launch.name, ">: launch ", index, " does not exist; the graph has ",
-         graph.kernel_ops.size(), " kernel launches (0 to ", graph.kernel_ops.size(), " - 1)");
+    fail(Errc::invalid_argument, "Graph::update_kernel<", launch.name, ">: launch ", index,
+         " does not exist; the graph has ", graph.kernel_ops.size(), " kernel launches (0 to ", graph.kernel_ops.size(),
+         " - 1)");
   const std::lock_guard lock(graph.mutex);
   const std::size_t op_index = graph.kernel_ops[index];
   RecordedOp& recorded = graph.ops[op_index];

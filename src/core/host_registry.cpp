@@ -38,7 +38,8 @@ void HostRegistry::add(DeviceImpl& device, const void* data, std::size_t bytes) 
     auto after = ranges_.lower_bound(begin);
     auto clash = ranges_.end();
     if (after != ranges_.end() && after->first < end) clash = after;
-    if (clash == ranges_.end() && after != ranges_.begin() && std::prev(after)->second.end > begin) clash = std::prev(after);
+    if (clash == ranges_.end() && after != ranges_.begin() && std::prev(after)->second.end > begin)
+      clash = std::prev(after);
     if (clash != ranges_.end())
       fail(Errc::invalid_argument, "register_host_memory on ", device.label(), ": the range ", range_text(begin, end),
            " overlaps the range ", range_text(clash->first, clash->second.end),
@@ -103,8 +104,10 @@ HostRegistry::Pieces HostRegistry::split_at_edges(const void* data, std::size_t 
   }
   if (pieces.lengths.empty()) return {};  // no registered byte: nothing to hold
   pieces.hold = std::move(lock);
-  if (pieces.lengths.size() == 1 && at == end) pieces.lengths.clear();  // inside one range: whole
-  else if (at < end) pieces.lengths.push_back(end - at);
+  if (pieces.lengths.size() == 1 && at == end)
+    pieces.lengths.clear();  // inside one range: whole
+  else if (at < end)
+    pieces.lengths.push_back(end - at);
   return pieces;
 }
 

@@ -37,7 +37,7 @@ void* event_native_handle(const std::shared_ptr<EventImpl>& event) {
 }
 
 AllocationPtr queue_wrap_memory(QueueImpl& queue, const void* data, std::size_t count, std::size_t element_bytes,
-                          std::size_t alignment, std::function<void()> on_release) {
+                                std::size_t alignment, std::function<void()> on_release) {
   DeviceImpl& device = queue.device();
   // A good moment to tell earlier views' owners that devctx is done with their memory.
   device.run_finished_releases();
@@ -48,12 +48,12 @@ AllocationPtr queue_wrap_memory(QueueImpl& queue, const void* data, std::size_t 
   if (data == nullptr && count > 0)
     fail(Errc::invalid_argument, where(), "the pointer is null but the count is ", count);
   if (reinterpret_cast<std::uintptr_t>(data) % alignment != 0)
-    fail(Errc::invalid_argument, where(), "the pointer ", data, " is not aligned for its element type (",
-         alignment, "-byte alignment)");
+    fail(Errc::invalid_argument, where(), "the pointer ", data, " is not aligned for its element type (", alignment,
+         "-byte alignment)");
   const std::size_t bytes = count * element_bytes;
   if (count > 0) device.check_device_memory(data, bytes, "wrap_device_memory");
-  return AllocationPtr(new Allocation(queue.shared_from_this(), const_cast<void*>(data), bytes, MemKind::device,
-                                      std::move(on_release)));
+  return AllocationPtr(
+      new Allocation(queue.shared_from_this(), const_cast<void*>(data), bytes, MemKind::device, std::move(on_release)));
 }
 
 // ---- the backend interface's defaults and deferred releases ----------------------------------------

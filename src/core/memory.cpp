@@ -45,7 +45,7 @@ std::size_t host_memory_bytes() noexcept {
 }
 
 std::size_t host_backable_bytes() noexcept {
-  struct sysinfo s {};
+  struct sysinfo s{};
   if (sysinfo(&s) != 0 || s.mem_unit == 0) return 0;
   const auto ram = checked_mul(std::size_t(s.totalram), std::size_t(s.mem_unit));
   const auto swap = checked_mul(std::size_t(s.totalswap), std::size_t(s.mem_unit));
@@ -60,7 +60,8 @@ std::size_t host_available_bytes() noexcept {
     char line[256];
     unsigned long long kib = 0;
     bool found = false;
-    while (!found && std::fgets(line, sizeof line, f) != nullptr) found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    while (!found && std::fgets(line, sizeof line, f) != nullptr)
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
     std::fclose(f);
     if (found) return checked_mul(std::size_t(kib), std::size_t(1024)).value_or(0);
   }
@@ -143,8 +144,8 @@ std::string host_memory_text(std::size_t request) {
     limits.push_back({"the process's address-space limit (RLIMIT_AS, `ulimit -v`)", std::size_t(r.rlim_cur),
                       status_bytes("VmSize")});
   if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY && below_machine(std::size_t(r.rlim_cur)))
-    limits.push_back({"the process's data limit (RLIMIT_DATA, `ulimit -d`)", std::size_t(r.rlim_cur),
-                      status_bytes("VmData")});
+    limits.push_back(
+        {"the process's data limit (RLIMIT_DATA, `ulimit -d`)", std::size_t(r.rlim_cur), status_bytes("VmData")});
   if (auto c = cgroup_limit(); c && below_machine(c->limit)) limits.push_back(std::move(*c));
   std::string out;
   // The limit that applied: the first that the request does not fit under, else the one with
@@ -156,7 +157,8 @@ std::string host_memory_text(std::size_t request) {
       applied = &l;
       break;
     }
-    if (applied == nullptr || room < (applied->limit > applied->used ? applied->limit - applied->used : 0)) applied = &l;
+    if (applied == nullptr || room < (applied->limit > applied->used ? applied->limit - applied->used : 0))
+      applied = &l;
   }
   if (applied != nullptr) {
     out = concat(applied->what, " is ", bytes_text(applied->limit));

@@ -29,19 +29,25 @@ namespace devctx::detail {
 // ---- the backend's typed virtual of each operation ------------------------------------------
 inline void* execute(QueueImpl& q, const op::Allocate& o) { return q.allocate(o.bytes, o.kind); }
 inline void execute(QueueImpl& q, const op::Free& o) noexcept { q.free(o.data, o.bytes, o.kind); }
-inline void execute(QueueImpl& q, const op::Copy& o) { q.copy(o.dst.data, o.dst_kind, o.src.data, o.src_kind, o.bytes); }
+inline void execute(QueueImpl& q, const op::Copy& o) {
+  q.copy(o.dst.data, o.dst_kind, o.src.data, o.src_kind, o.bytes);
+}
 inline void execute(QueueImpl& q, const op::PeerCopy& o) {
   q.copy_peer(o.dst.data, *o.dst_device, o.src.data, *o.src_device, o.bytes);
 }
-inline void execute(QueueImpl& q, const op::Fill& o) { q.fill(o.dst.data, o.kind, o.dst.count, o.value, o.element_bytes); }
+inline void execute(QueueImpl& q, const op::Fill& o) {
+  q.fill(o.dst.data, o.kind, o.dst.count, o.value, o.element_bytes);
+}
 inline void execute(QueueImpl& q, const op::Launch& o) { q.launch(*o.launch); }
 inline std::shared_ptr<EventImpl> execute(QueueImpl& q, const op::RecordEvent&) { return q.record_event(); }
 inline void execute(QueueImpl& q, const op::Wait& o) { q.wait_for(*o.event); }
 inline void execute(QueueImpl& q, const op::HostTask& o) { q.enqueue_host_task(o.task); }
 /// A checked queue's synchronize also tells its watch what the host has now waited for.
 inline void execute(QueueImpl& q, const op::Synchronize&) {
-  if (q.checking()) [[unlikely]] synchronize_observed(q);
-  else q.synchronize();
+  if (q.checking()) [[unlikely]]
+    synchronize_observed(q);
+  else
+    q.synchronize();
 }
 
 // ---- the buffers an operation uses (their frees are ordered after it) -------------------------
@@ -96,7 +102,8 @@ auto submit_observed(QueueImpl& queue, const Op& o) -> decltype(execute(queue, o
     if (scope) scope->done();
     if constexpr (std::is_same_v<decltype(result), std::shared_ptr<EventImpl>>)
       checking.done(&result);
-    else checking.done(nullptr);
+    else
+      checking.done(nullptr);
     return result;
   }
 }
@@ -109,8 +116,10 @@ auto submit(QueueImpl& queue, const Op& o) -> decltype(execute(queue, o)) {
   if (GraphRecorder* recorder = queue.recorder()) [[unlikely]] {
     recorder->record(Operation(o));
     // record() refuses every operation that gives a value (allocations, events).
-    if constexpr (!std::is_void_v<decltype(execute(queue, o))>) std::terminate();
-    else return;
+    if constexpr (!std::is_void_v<decltype(execute(queue, o))>)
+      std::terminate();
+    else
+      return;
   }
   note_uses(queue, o);
   if (moves_nothing(o)) {

@@ -18,14 +18,13 @@ std::string tuple(const std::size_t* values, std::size_t rank) {
 
 }  // namespace
 
-void throw_tensor_out_of_range(const char* what, const std::size_t* index, const std::size_t* bounds,
-                               std::size_t rank) {
+void throw_tensor_out_of_range(const char* what, const std::size_t* index, const std::size_t* bounds, std::size_t rank) {
   const std::string w = what;
   if (w == "tile")
     fail(Errc::kernel_failed, "tensor tile ", tuple(index, rank), " is out of range: the tensor holds ",
          tuple(bounds, rank), " whole tiles; a tile must lie inside the tensor");
-  fail(Errc::kernel_failed, "tensor index ", tuple(index, rank), " is out of range for extents ",
-       tuple(bounds, rank), "; guard the access with `if (i < t.extent(0) && ...)`");
+  fail(Errc::kernel_failed, "tensor index ", tuple(index, rank), " is out of range for extents ", tuple(bounds, rank),
+       "; guard the access with `if (i < t.extent(0) && ...)`");
 }
 
 void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contiguous, bool to_contiguous) {
@@ -41,9 +40,8 @@ void throw_tensor_bad_reshape(std::size_t from, std::size_t to, bool from_contig
 
 void throw_tensor_too_large(const char* what, const char* layout, const std::size_t* extents,
                             const std::size_t* strides, std::size_t rank, std::size_t needed, std::size_t size) {
-  fail(Errc::size_mismatch, "tensor over ", what, ": its layout (devctx::", layout, " with extents ",
-       tuple(extents, rank), " and strides ", tuple(strides, rank), ") reaches ", needed,
-       " elements but the memory holds ", size);
+  fail(Errc::size_mismatch, "tensor over ", what, ": its layout (devctx::", layout, " with extents ", tuple(extents, rank),
+       " and strides ", tuple(strides, rank), ") reaches ", needed, " elements but the memory holds ", size);
 }
 
 void throw_tensor_layout_overflow(const char* layout, const std::size_t* extents, const std::size_t* strides,
@@ -62,10 +60,9 @@ void throw_tensor_layout_overflow(const char* layout, const std::size_t* extents
        "a layout's size, span and strides must each fit in std::size_t");
 }
 
-void throw_tensor_static_extent(const char* layout, std::size_t dim, std::size_t given, std::size_t fixed,
-                                bool in_kernel) {
-  fail(in_kernel ? Errc::kernel_failed : Errc::invalid_argument, "devctx::", layout,
-       "::from_parts: extent ", dim, " is given as ", given, " but the layout's static extent ", dim, " is ", fixed);
+void throw_tensor_static_extent(const char* layout, std::size_t dim, std::size_t given, std::size_t fixed, bool in_kernel) {
+  fail(in_kernel ? Errc::kernel_failed : Errc::invalid_argument, "devctx::", layout, "::from_parts: extent ", dim,
+       " is given as ", given, " but the layout's static extent ", dim, " is ", fixed);
 }
 
 }  // namespace devctx::detail

@@ -109,9 +109,12 @@ void warn_once(const std::string& text) {
 std::optional<std::filesystem::path> cache_directory() {
   if (cache_disabled()) return std::nullopt;
   std::filesystem::path dir;
-  if (const std::string d = setting_text("DEVCTX_CACHE_DIR"); !d.empty()) dir = d;
-  else if (const std::string x = setting_text("XDG_CACHE_HOME"); !x.empty()) dir = std::filesystem::path(x) / "devctx" / "kernels";
-  else if (const std::string home = setting_text("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".cache" / "devctx" / "kernels";
+  if (const std::string d = setting_text("DEVCTX_CACHE_DIR"); !d.empty())
+    dir = d;
+  else if (const std::string x = setting_text("XDG_CACHE_HOME"); !x.empty())
+    dir = std::filesystem::path(x) / "devctx" / "kernels";
+  else if (const std::string home = setting_text("HOME"); !home.empty())
+    dir = std::filesystem::path(home) / ".cache" / "devctx" / "kernels";
   else {
     warn_once("kernel cache off: neither DEVCTX_CACHE_DIR, XDG_CACHE_HOME nor HOME is set");
     return std::nullopt;
@@ -126,7 +129,7 @@ std::optional<std::filesystem::path> cache_directory() {
       return std::nullopt;
     }
   }
-  struct stat st {};
+  struct stat st{};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     warn_once("kernel cache directory " + dir.string() + " is not a directory: kernels are compiled without the cache");
     return std::nullopt;
@@ -160,8 +163,8 @@ std::optional<std::string> cache_load(const std::filesystem::path& dir, const st
 void cache_store(const std::filesystem::path& dir, const std::string& key, std::string_view payload) {
   static thread_local std::mt19937_64 random{std::random_device{}()};
   const std::filesystem::path file = dir / (key + ".dck");
-  const std::filesystem::path temp =
-      dir / (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
+  const std::filesystem::path temp = dir /
+                                     (".tmp-" + key + "-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
   const std::string digest = sha256_raw(payload);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   auto give_up = [&](int error) {
@@ -175,8 +178,10 @@ void cache_store(const std::filesystem::path& dir, const std::string& key, std::
     while (ok && !part.empty()) {
       const ssize_t n = ::write(fd, part.data(), part.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) ok = false;
-      else part.remove_prefix(static_cast<std::size_t>(n));
+      if (n <= 0)
+        ok = false;
+      else
+        part.remove_prefix(static_cast<std::size_t>(n));
     }
   }
   const int error = ok ? 0 : (errno != 0 ? errno : ENOSPC);

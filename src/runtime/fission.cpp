@@ -58,7 +58,7 @@ Translator find_translator() {
 }
 
 std::string stat_text(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return "absent";
   return std::to_string(st.st_size) + ' ' + std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
 }

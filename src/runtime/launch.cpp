@@ -74,24 +74,26 @@ struct Checker {
   void memory(std::size_t i, const KernelArg& a, unsigned char* wire) const {
     const KernelParam& p = f.params[i];
     if (a.kind() != KernelArg::Kind::memory)
-      bad(Errc::invalid_argument, i, concat("takes device memory (a DeviceBuffer, slice, view or devctx::span), but got ",
-                                            arg_text(a)));
+      bad(Errc::invalid_argument, i,
+          concat("takes device memory (a DeviceBuffer, slice, view or devctx::span), but got ", arg_text(a)));
     const bool same = p.type == ScalarType::other
                           ? a.type() == ScalarType::other && a.element_bytes() == p.element_bytes &&
                                 p.cpp_type.find(a.type_name()) != std::string::npos
                           : a.type() == p.type && a.element_bytes() == p.element_bytes;
     if (!same)
-      bad(Errc::invalid_argument, i, concat("the argument is ", arg_text(a), " (", type_word(a.type()), ", ",
-                                            a.element_bytes(), " bytes each) but the kernel's elements are ",
-                                            type_word(p.type), " (", p.element_bytes,
-                                            " bytes each): the element types must match exactly"));
+      bad(Errc::invalid_argument, i,
+          concat("the argument is ", arg_text(a), " (", type_word(a.type()), ", ", a.element_bytes(),
+                 " bytes each) but the kernel's elements are ", type_word(p.type), " (", p.element_bytes,
+                 " bytes each): the element types must match exactly"));
     if (a.read_only() && !p.read_only)
-      bad(Errc::invalid_argument, i, concat("the argument is ", arg_text(a),
-                                            ", which is read-only, but the kernel may write through this parameter: "
-                                            "take span<const T> (or const T*) in the kernel, or pass a non-const buffer"));
+      bad(Errc::invalid_argument, i,
+          concat("the argument is ", arg_text(a),
+                 ", which is read-only, but the kernel may write through this parameter: "
+                 "take span<const T> (or const T*) in the kernel, or pass a non-const buffer"));
     if (a.allocation() != nullptr && &a.allocation()->device() != &device)
-      bad(Errc::wrong_device, i, concat("the argument is ", arg_text(a), " of ", a.allocation()->device().label(),
-                                        "; a kernel can only use memory of the device it runs on"));
+      bad(Errc::wrong_device, i,
+          concat("the argument is ", arg_text(a), " of ", a.allocation()->device().label(),
+                 "; a kernel can only use memory of the device it runs on"));
     void* data = a.data();
     const std::size_t count = a.count();
     std::memcpy(wire, &data, sizeof data);
@@ -108,8 +110,9 @@ struct Checker {
     if (a.kind() != KernelArg::Kind::scalar)
       bad(Errc::invalid_argument, i, concat("takes a value, but got ", arg_text(a)));
     if (p.type == ScalarType::other)
-      bad(Errc::invalid_argument, i, "a struct parameter cannot be passed through enqueue_function(DeviceFunction, ...) "
-                                     "yet: pass its fields as separate parameters");
+      bad(Errc::invalid_argument, i,
+          "a struct parameter cannot be passed through enqueue_function(DeviceFunction, ...) "
+          "yet: pass its fields as separate parameters");
     const ScalarType from = a.type();
     const KernelArg::Value v = a.value();
     if (p.type == ScalarType::boolean) {
@@ -120,8 +123,8 @@ struct Checker {
       bad(Errc::invalid_argument, i, concat("takes ", type_word(p.type), ", but got a bool"));
     if (is_signed_int(p.type) || is_unsigned_int(p.type)) {
       if (is_float(from))
-        bad(Errc::invalid_argument, i, concat("takes an integer (", type_word(p.type), "), but got ", arg_text(a),
-                                              ": convert it explicitly"));
+        bad(Errc::invalid_argument, i,
+            concat("takes an integer (", type_word(p.type), "), but got ", arg_text(a), ": convert it explicitly"));
       const long double x = is_signed_int(from) ? static_cast<long double>(v.i) : static_cast<long double>(v.u);
       long double lo = 0, hi = 0;
       int_range(p.type, lo, hi);
@@ -151,9 +154,9 @@ struct Checker {
       const long double x = is_signed_int(from) ? static_cast<long double>(v.i) : static_cast<long double>(v.u);
       const long double exact = p.type == ScalarType::float32 ? 16777216.0L : 9007199254740992.0L;
       if (x > exact || x < -exact)
-        bad(Errc::invalid_argument, i, concat("the integer ", is_signed_int(from) ? std::to_string(v.i) : std::to_string(v.u),
-                                              " is not exactly representable in ", type_word(p.type),
-                                              ": convert it explicitly"));
+        bad(Errc::invalid_argument, i,
+            concat("the integer ", is_signed_int(from) ? std::to_string(v.i) : std::to_string(v.u),
+                   " is not exactly representable in ", type_word(p.type), ": convert it explicitly"));
       d = static_cast<double>(x);
     }
     if (p.type == ScalarType::float32) return put<float>(wire, static_cast<float>(d));

@@ -63,7 +63,8 @@ Module Module::from_file(const std::string& path, std::vector<std::string> optio
 const char* to_string(LoadKind kind) noexcept { return kind == LoadKind::cached ? "cached" : "compiled"; }
 
 const detail::RuntimeFunction& DeviceFunction::impl() const {
-  if (impl_ == nullptr) detail::throw_invalid_handle("an empty DeviceFunction (default-constructed: use compile_function)");
+  if (impl_ == nullptr)
+    detail::throw_invalid_handle("an empty DeviceFunction (default-constructed: use compile_function)");
   return *impl_;
 }
 const std::string& DeviceFunction::name() const { return impl().name; }
@@ -109,10 +110,14 @@ void parse_signature(const std::string& text, RuntimeFunction& f, const std::str
         type > static_cast<unsigned>(ScalarType::float64))
       bad("parameter " + std::to_string(i + 1));
     KernelParam p;
-    if (wire == 's') p.kind = KernelParam::Kind::scalar;
-    else if (wire == 'p') p.kind = KernelParam::Kind::span;
-    else if (wire == 'r') p.kind = KernelParam::Kind::pointer;
-    else bad("parameter " + std::to_string(i + 1) + " of kind " + wire);
+    if (wire == 's')
+      p.kind = KernelParam::Kind::scalar;
+    else if (wire == 'p')
+      p.kind = KernelParam::Kind::span;
+    else if (wire == 'r')
+      p.kind = KernelParam::Kind::pointer;
+    else
+      bad("parameter " + std::to_string(i + 1) + " of kind " + wire);
     p.type = static_cast<ScalarType>(type);
     p.read_only = read_only != 0;
     p.element_bytes = bytes;
@@ -205,10 +210,9 @@ DeviceFunction DeviceContext::compile_function(const Module& module, std::string
   DeviceImpl& device = q.device();
   const DeviceInfo& info = device.info();
   const rt::Target target = info.api == Api::cpu ? rt::Target::cpu : rt::Target::cuda;
-  const std::string arch = target == rt::Target::cuda
-                               ? "sm_" + std::to_string(info.compute_capability_major) +
-                                     std::to_string(info.compute_capability_minor)
-                               : std::string();
+  const std::string arch = target == rt::Target::cuda ? "sm_" + std::to_string(info.compute_capability_major) +
+                                                            std::to_string(info.compute_capability_minor)
+                                                      : std::string();
 
   const bool initial_exec_tls = target == rt::Target::cpu && rt::devctx_in_main_program();
   std::string options;

@@ -20,8 +20,8 @@ struct CpuEntry;  // devctx/detail/runtime/entry.hpp
 }
 
 struct RuntimeFunction {
-  std::string name;                    ///< as requested: "saxpy<float>"
-  std::string_view launch_name;        ///< static storage (the kernel's code stays loaded): for KernelLaunch::name
+  std::string name;              ///< as requested: "saxpy<float>"
+  std::string_view launch_name;  ///< static storage (the kernel's code stays loaded): for KernelLaunch::name
   std::vector<KernelParam> params;
   std::vector<std::size_t> wire_offsets;  ///< one per parameter (signature.hpp's rule)
   std::size_t wire_size = 0;
@@ -33,7 +33,7 @@ struct RuntimeFunction {
   const rt::CpuEntry* cpu = nullptr;   ///< CPU: the shared object's entry table
   /// CPU: why the kernel has no translated twin (static, in its shared object), else null.
   const char* fission_off = nullptr;
-  const void* cuda_kernel = nullptr;   ///< CUDA: the cudaKernel_t
+  const void* cuda_kernel = nullptr;  ///< CUDA: the cudaKernel_t
 };
 
 /// Parses a signature text (signature.hpp) into `f`'s params and wire layout. Throws

@@ -78,8 +78,8 @@ std::string excerpt(const std::string& log, const Module& module, std::string_vi
           << " | " << source_lines[i - 1] << '\n';
   }
   if (shown == 0 && !elsewhere.empty()) {
-    out << "the kernel `" << name << "` could not be instantiated: is it a DEVCTX_KERNEL function of "
-        << module.name() << ", with the template arguments it needs, whose parameters are spans, pointers or "
+    out << "the kernel `" << name << "` could not be instantiated: is it a DEVCTX_KERNEL function of " << module.name()
+        << ", with the template arguments it needs, whose parameters are spans, pointers or "
         << "trivially copyable values?\n";
     for (const auto& line : elsewhere) out << line << '\n';
   }
@@ -169,7 +169,7 @@ std::string compiler_identity(Target target) {
   if (target == Target::cuda && cuda_compiler() == CudaCompiler::nvrtc) return nvrtc_identity();
   const std::string path = compiler_path(target);
   std::string id = path + '\n' + (target == Target::cpu ? DEVCTX_RT_CXX_VERSION : DEVCTX_RT_NVCC_VERSION);
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) == 0)
     id += '\n' + std::to_string(st.st_size) + ' ' + std::to_string(st.st_mtim.tv_sec) + '.' +
           std::to_string(st.st_mtim.tv_nsec);

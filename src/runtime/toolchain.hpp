@@ -72,7 +72,6 @@ void check_kernel_name(std::string_view name);
 /// shared object reaches devctx's thread-locals with the initial-exec model. Throws
 /// CompileError when the compiler fails, Error(not_available) when it cannot be run or loaded.
 [[nodiscard]] std::string compile(Target target, const std::string& source, const Module& module, std::string_view name,
-                                  const std::filesystem::path& work_root, const std::string& arch,
-                                  bool initial_exec_tls);
+                                  const std::filesystem::path& work_root, const std::string& arch, bool initial_exec_tls);
 
 }  // namespace devctx::detail::rt

@@ -39,7 +39,13 @@ void cases(devctx::DeviceContext& ctx) {
   std::vector<float> v(32);
   std::array<float, 32> a{};
   float* p = v.data();
-  (void)d; (void)di; (void)h; (void)v; (void)a; (void)p; (void)cfg;
+  (void)d;
+  (void)di;
+  (void)h;
+  (void)v;
+  (void)a;
+  (void)p;
+  (void)cfg;
 #if defined(CASE_ok)
   ctx.enqueue_function<takes_span>(cfg, d);
   ctx.enqueue_function<takes_span>(cfg, d.slice(0, 16));
@@ -67,7 +73,8 @@ void cases(devctx::DeviceContext& ctx) {
   ctx.enqueue_function<takes_const_pointer>(cfg, const_view, d);
   // Launches of runtime-compiled kernels compile for device memory and scalars (an empty
   // DeviceFunction throws at run time; this case is only compiled).
-  if (v.empty()) ctx.enqueue_function(devctx::DeviceFunction{}, cfg, d, cd, d.slice(0, 4), cd.slice(0, 4), d.span(), 1, 2.0f);
+  if (v.empty())
+    ctx.enqueue_function(devctx::DeviceFunction{}, cfg, d, cd, d.slice(0, 4), cd.slice(0, 4), d.span(), 1, 2.0f);
 #elif defined(CASE_map_const_buffer_mutably)
   const auto& cd = d;
   cd.map_to_host([](std::span<float> s) { s[0] = 1.0f; });

@@ -148,8 +148,8 @@ void memset_case(devctx::DeviceContext& ctx, const char* name, T value, std::siz
   ctx.enqueue_memset(h.slice(offset, n - offset - 1), value);
   ctx.synchronize();
   for (std::size_t i = 0; i < n; ++i) ok &= (i >= offset && i < n - 1) ? h[i] == value : h[i] == zero;
-  check(ok, std::string("enqueue_memset ") + name + " (" + std::to_string(sizeof(T)) + " bytes, n=" + std::to_string(n) +
-                ", offset " + std::to_string(offset) + "), device and host buffer");
+  check(ok, std::string("enqueue_memset ") + name + " (" + std::to_string(sizeof(T)) +
+                " bytes, n=" + std::to_string(n) + ", offset " + std::to_string(offset) + "), device and host buffer");
 }
 
 // Every check of the backend on one context, each section on its own.
@@ -163,7 +163,10 @@ void checks(devctx::DeviceContext& ctx) {
     auto d_b = ctx.enqueue_create_buffer<float>(n);
     auto d_out = ctx.enqueue_create_buffer<float>(n);
     ctx.synchronize();
-    for (std::size_t i = 0; i < n; ++i) { h_a[i] = float(i); h_b[i] = 2.0f * float(i); }
+    for (std::size_t i = 0; i < n; ++i) {
+      h_a[i] = float(i);
+      h_b[i] = 2.0f * float(i);
+    }
     ctx.enqueue_copy(d_a, h_a);
     ctx.enqueue_copy(d_b, h_b);
     ctx.enqueue_function<vector_add>({.grid_dim = unsigned((n + 255) / 256), .block_dim = 256}, d_a, d_b, d_out);
@@ -217,7 +220,8 @@ void checks(devctx::DeviceContext& ctx) {
     std::vector<int> out(n / 32);
     ctx.enqueue_copy(out, d_out);
     bool ok = true;
-    for (std::size_t w = 0; w < n / 32; ++w) ok &= out[w] == std::accumulate(host.begin() + w * 32, host.begin() + w * 32 + 32, 0);
+    for (std::size_t w = 0; w < n / 32; ++w)
+      ok &= out[w] == std::accumulate(host.begin() + w * 32, host.begin() + w * 32 + 32, 0);
     check(ok, "warp_sum");
   });
 
@@ -236,7 +240,8 @@ void checks(devctx::DeviceContext& ctx) {
     float sum = 0;
     ctx.enqueue_copy(std::span<unsigned>(&count, 1), d_count);
     ctx.enqueue_copy(std::span<float>(&sum, 1), d_sum);
-    check(count == (n + 2) / 3 && sum == float(n), "atomic_add unsigned " + std::to_string(count) + ", float " + std::to_string(sum));
+    check(count == (n + 2) / 3 && sum == float(n),
+          "atomic_add unsigned " + std::to_string(count) + ", float " + std::to_string(sum));
   });
 
   section("dynamic shared memory above 48 KiB", [&] {
@@ -329,7 +334,8 @@ void checks(devctx::DeviceContext& ctx) {
     });
     expect_error("out of device memory", devctx::Errc::out_of_memory,
                  [&] { auto huge = ctx.enqueue_create_buffer<char>(std::size_t(1) << 44); });
-    expect_error("cuda:99", devctx::Errc::not_available, [] { devctx::DeviceContext other{devctx_test::gpu::cuda_api(), 99}; });
+    expect_error("cuda:99", devctx::Errc::not_available,
+                 [] { devctx::DeviceContext other{devctx_test::gpu::cuda_api(), 99}; });
     devctx::DeviceContext second{devctx_test::gpu::cuda_api(), 0};
     auto d2 = second.enqueue_create_buffer<float>(16);
     second.enqueue_memset(d2, 2.0f);
@@ -349,8 +355,10 @@ void checks(devctx::DeviceContext& ctx) {
 void fault_run(devctx::DeviceContext& ctx, const std::string& fault) {
   auto d = ctx.enqueue_create_buffer<float>(1024);
   const char* kernel = fault == "oob" ? "out_of_bounds" : "trap_kernel";
-  if (fault == "oob") ctx.enqueue_function<out_of_bounds>({.grid_dim = 4, .block_dim = 256}, d);
-  else ctx.enqueue_function<trap_kernel>({.grid_dim = 4, .block_dim = 256}, d);
+  if (fault == "oob")
+    ctx.enqueue_function<out_of_bounds>({.grid_dim = 4, .block_dim = 256}, d);
+  else
+    ctx.enqueue_function<trap_kernel>({.grid_dim = 4, .block_dim = 256}, d);
   expect_error("device fault at synchronize", devctx::Errc::kernel_failed, [&] { ctx.synchronize(); }, kernel);
   expect_error("the next call", devctx::Errc::context_lost, [&] { auto b = ctx.enqueue_create_buffer<float>(16); });
   expect_error("a new context", devctx::Errc::context_lost, [&] {

@@ -26,7 +26,7 @@ namespace {
 struct FakeEvent {
   std::mutex mutex;
   std::condition_variable reached;
-  std::uint64_t recorded = 0;  ///< tickets handed out by cudaEventRecord
+  std::uint64_t recorded = 0;   ///< tickets handed out by cudaEventRecord
   std::uint64_t completed = 0;  ///< the last ticket its stream reached
 };
 
@@ -182,7 +182,9 @@ cudaError_t CUDARTAPI cudaFreeHost(void* host) {
   return cudaSuccess;
 }
 
-cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void**, size_t, cudaMemPool_t, cudaStream_t) { return cudaErrorNotSupported; }
+cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void**, size_t, cudaMemPool_t, cudaStream_t) {
+  return cudaErrorNotSupported;
+}
 cudaError_t CUDARTAPI cudaFreeAsync(void*, cudaStream_t) { return cudaErrorNotSupported; }
 
 }  // extern "C"

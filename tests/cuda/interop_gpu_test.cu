@@ -63,7 +63,8 @@ void cuda_ok(cudaError_t status, const char* what) {
 }
 
 void cublas_ok(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(status)));
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(status)));
 }
 
 devctx::LaunchConfig cover(std::size_t n) { return {.grid_dim = unsigned((n + 255) / 256), .block_dim = 256}; }
@@ -141,15 +142,18 @@ void blas_and_sort(devctx::DeviceContext& ctx) {
       worst = std::isnan(h_c[at]) ? INFINITY : std::max(worst, err);
     }
   }
-  check(worst < 1e-5, "sgemm between devctx kernels on a devctx stream: every element within 1e-5 of the float64 "
-                      "reference, relative to the sum of |products| (worst " + std::to_string(worst) + ")");
+  check(worst < 1e-5,
+        "sgemm between devctx kernels on a devctx stream: every element within 1e-5 of the float64 "
+        "reference, relative to the sum of |products| (worst " +
+            std::to_string(worst) + ")");
   std::sort(ref.begin(), ref.end());
   double worst_sorted = 0.0;
   for (std::size_t i = 0; i < ref.size(); ++i)
     worst_sorted = std::isnan(h_sorted[i]) ? INFINITY : std::max(worst_sorted, std::abs(double(h_sorted[i]) - ref[i]));
   check(worst_sorted < 1e-5 * (largest_bound + 1.0) && std::is_sorted(h_sorted.begin(), h_sorted.end()),
         "CUB radix sort of the sgemm result on the same stream: sorted, every element matches the sorted reference "
-        "(worst " + std::to_string(worst_sorted) + ")");
+        "(worst " +
+            std::to_string(worst_sorted) + ")");
 }
 
 /// A devctx Stream over a CUDA stream made here: every verb, CUB on the raw handle between
@@ -169,9 +173,11 @@ void foreign_stream(devctx::DeviceContext& ctx) {
     wrapped.enqueue_memset(flags, 0u);
     wrapped.enqueue_function<iota_xor>(cover(n), keys, s);
     std::size_t temp_bytes = 0;
-    cuda_ok(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys.data(), out.data(), int(n), 0, 32, raw), "SortKeys size");
+    cuda_ok(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys.data(), out.data(), int(n), 0, 32, raw),
+            "SortKeys size");
     auto temp = wrapped.enqueue_create_buffer<unsigned char>(temp_bytes);
-    cuda_ok(cub::DeviceRadixSort::SortKeys(temp.data(), temp_bytes, keys.data(), out.data(), int(n), 0, 32, raw), "SortKeys");
+    cuda_ok(cub::DeviceRadixSort::SortKeys(temp.data(), temp_bytes, keys.data(), out.data(), int(n), 0, 32, raw),
+            "SortKeys");
     wrapped.enqueue_function<count_unsorted>(cover(n), out, flags);
     const devctx::Event done = wrapped.record_event();
     // CUDA code on another stream waits for devctx's event.
@@ -185,7 +191,8 @@ void foreign_stream(devctx::DeviceContext& ctx) {
     std::vector<std::uint32_t> expect(n);
     for (std::size_t i = 0; i < n; ++i) expect[i] = (std::uint32_t(i) * 2654435761u) ^ s;
     std::sort(expect.begin(), expect.end());
-    check(host == expect, "CUB on a wrapped stream between devctx kernels; a CUDA stream waiting on cuda_event() sees the result");
+    check(host == expect,
+          "CUB on a wrapped stream between devctx kernels; a CUDA stream waiting on cuda_event() sees the result");
     std::vector<unsigned> unsorted(1, 99);
     wrapped.enqueue_copy(unsorted, flags);
     check(unsorted[0] == 0, "the devctx kernel after the sort read it in order (0 neighbours out of order)");
@@ -237,9 +244,12 @@ void foreign_memory(devctx::DeviceContext& ctx) {
   };
   float* device = nullptr;
   cuda_ok(cudaMalloc(&device, 1000 * sizeof(float)), "cudaMalloc");
-  refused([&] { (void)devctx::wrap_device_memory(ctx, device + 500, 501); }, devctx::Errc::invalid_argument, "past its end",
-          "a view running past the end of a cudaMalloc allocation is refused");
-  { auto whole = devctx::wrap_device_memory(ctx, device + 500, 500); check(whole.size() == 500, "a view up to the end is fine"); }
+  refused([&] { (void)devctx::wrap_device_memory(ctx, device + 500, 501); }, devctx::Errc::invalid_argument,
+          "past its end", "a view running past the end of a cudaMalloc allocation is refused");
+  {
+    auto whole = devctx::wrap_device_memory(ctx, device + 500, 500);
+    check(whole.size() == 500, "a view up to the end is fine");
+  }
   float* pinned = nullptr;
   cuda_ok(cudaMallocHost(&pinned, 64 * sizeof(float)), "cudaMallocHost");
   refused([&] { (void)devctx::wrap_device_memory(ctx, pinned, 64); }, devctx::Errc::invalid_argument,
@@ -260,8 +270,8 @@ void foreign_memory(devctx::DeviceContext& ctx) {
   devctx::DeviceContext second{devctx_test::gpu::cuda_api(), 1};
   auto other = second.enqueue_create_buffer<float>(100);
   second.synchronize();
-  refused([&] { (void)devctx::wrap_device_memory(ctx, other.data(), 100); }, devctx::Errc::wrong_device, "CUDA device 1",
-          "memory of another GPU is refused");
+  refused([&] { (void)devctx::wrap_device_memory(ctx, other.data(), 100); }, devctx::Errc::wrong_device,
+          "CUDA device 1", "memory of another GPU is refused");
   refused([&] { (void)devctx::wrap_cuda_stream(ctx, devctx::cuda_stream(second)); }, devctx::Errc::wrong_device,
           "CUDA device 1", "a stream of another GPU is refused");
 }

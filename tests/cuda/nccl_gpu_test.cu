@@ -61,7 +61,8 @@ std::vector<devctx::DeviceContext> gpus(int n) {
   devctx_test::comm::run_all(local, seed(), [&](const std::string& what) {
     if (++mismatches <= 20) std::printf("      %s\n", what.c_str());
   });
-  check(mismatches == 0, "every collective x operation x type on " + std::to_string(n) + " GPU(s) matches the host reference");
+  check(mismatches == 0,
+        "every collective x operation x type on " + std::to_string(n) + " GPU(s) matches the host reference");
 }
 
 /// kernel -> all_reduce -> kernel on one (non-default) stream per GPU, then one download each.
@@ -92,8 +93,9 @@ std::vector<devctx::DeviceContext> gpus(int n) {
     std::size_t bad = count;
     for (std::size_t i = 0; i < count && bad == count; ++i)
       if (host[i] != std::int32_t(i % 1000) * factor * 3 + 1) bad = i;
-    check(bad == count, "rank " + std::to_string(r) + ": kernel, all_reduce, kernel in stream order" +
-                            (bad == count ? "" : " (element " + std::to_string(bad) + " is " + std::to_string(host[bad]) + ")"));
+    check(bad == count,
+          "rank " + std::to_string(r) + ": kernel, all_reduce, kernel in stream order" +
+              (bad == count ? "" : " (element " + std::to_string(bad) + " is " + std::to_string(host[bad]) + ")"));
   }
 }
 
@@ -101,8 +103,8 @@ std::vector<devctx::DeviceContext> gpus(int n) {
   std::vector<devctx::DeviceContext> mixed;
   mixed.emplace_back(devctx_test::gpu::cuda_api(), 0);
   mixed.emplace_back(devctx::Api::cpu, 0);
-  refused([&] { (void)devctx::Communicator::create(mixed); }, devctx::Errc::not_available, "all CPU devices or all GPUs",
-          "a group of a GPU and a CPU device is refused");
+  refused([&] { (void)devctx::Communicator::create(mixed); }, devctx::Errc::not_available,
+          "all CPU devices or all GPUs", "a group of a GPU and a CPU device is refused");
   auto ctx = gpus(1);
   auto comms = devctx::Communicator::create(ctx);
   auto a = ctx[0].enqueue_create_buffer<float>(10), b = ctx[0].enqueue_create_buffer<float>(11);

@@ -38,9 +38,9 @@ int report(devctx::Api api, const RunResult& failed, const std::string& what, do
   std::printf("devctx_fuzz_diff: MISMATCH %s, op %zu (%s): %s\n", what.c_str(), failed.failed_at,
               failed.failed_at < failed.ops.size() ? to_text(failed.ops[failed.failed_at]).c_str() : "final check",
               failed.failure.c_str());
-  std::vector<Op> ops(failed.ops.begin(), failed.ops.begin() + std::ptrdiff_t(std::min(failed.ops.size(), failed.failed_at + 1)));
-  if (minimize_seconds > 0 && !ops.empty())
-    ops = minimize(api, std::move(ops), failure_kind(failed), minimize_seconds);
+  std::vector<Op> ops(failed.ops.begin(),
+                      failed.ops.begin() + std::ptrdiff_t(std::min(failed.ops.size(), failed.failed_at + 1)));
+  if (minimize_seconds > 0 && !ops.empty()) ops = minimize(api, std::move(ops), failure_kind(failed), minimize_seconds);
   // Run the short program again with its C++ trace; concurrency bugs may need a few tries.
   RunResult again;
   int reproduced = 0;
@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   std::string backend = "cpu", replay, bytes, save, dump;
   double minimize_seconds = 120;
   GenOptions opt;
-  bool no_overlap = false, no_huge = false, no_throw = false, no_fiber_throw = false, no_large = false, stats = false, print = false;
+  bool no_overlap = false, no_huge = false, no_throw = false, no_fiber_throw = false, no_large = false, stats = false,
+       print = false;
   app.add_option("--seed", seed, "first seed");
   app.add_option("--seeds", seeds, "number of seeds (seed, seed + 1, ...)");
   app.add_option("--ops", ops, "ops per seed");
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
   const devctx::Api api = devctx::backend(backend).api;  // throws, naming the backends, for an unknown name
   if (devctx::DeviceContext::count(api) == 0) {
     const bool required = devctx_test::require_gpu();
-    std::printf("devctx_fuzz_diff: no %s device%s\n", backend.c_str(), required ? " (DEVCTX_REQUIRE_GPU is on: failing)" : ": skipped");
+    std::printf("devctx_fuzz_diff: no %s device%s\n", backend.c_str(),
+                required ? " (DEVCTX_REQUIRE_GPU is on: failing)" : ": skipped");
     return required ? 1 : 77;
   }
 
@@ -149,10 +151,11 @@ int main(int argc, char** argv) {
       std::printf("  %-15s %9llu ran, %8llu of them refused with the expected devctx::Error\n", to_string(OpKind(k)),
                   static_cast<unsigned long long>(ran_by_kind[k]), static_cast<unsigned long long>(refused_by_kind[k]));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("devctx_fuzz_diff: %s, seeds %llu..%llu, %llu ops each: all matched the model (%llu ran, %llu skipped, "
-              "%llu elements checked) in %.1f s\n",
-              backend.c_str(), static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed + seeds - 1),
-              static_cast<unsigned long long>(ops), static_cast<unsigned long long>(total_ran),
-              static_cast<unsigned long long>(total_skipped), static_cast<unsigned long long>(total_checked), secs);
+  std::printf(
+      "devctx_fuzz_diff: %s, seeds %llu..%llu, %llu ops each: all matched the model (%llu ran, %llu skipped, "
+      "%llu elements checked) in %.1f s\n",
+      backend.c_str(), static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed + seeds - 1),
+      static_cast<unsigned long long>(ops), static_cast<unsigned long long>(total_ran),
+      static_cast<unsigned long long>(total_skipped), static_cast<unsigned long long>(total_checked), secs);
   return 0;
 }

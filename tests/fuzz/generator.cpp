@@ -32,23 +32,16 @@ std::vector<Use> uses_of(const Model& m, const Op& op) {
       add(op.src, false);
       add(op.dst, true);
       break;
-    case OpKind::memset:
-      add(op.dst, true);
-      break;
+    case OpKind::memset: add(op.dst, true); break;
     case OpKind::kernel:
       if (op.kernel != KernelId::fail) {
         add(op.src, false);
         add(op.dst, true);
       }
       break;
-    case OpKind::tensor:
-      add(op.dst, true);
-      break;
-    case OpKind::host_fill:
-      add(View{op.slot, true, 0, 0}, true);
-      break;
-    default:
-      break;
+    case OpKind::tensor: add(op.dst, true); break;
+    case OpKind::host_fill: add(View{op.slot, true, 0, 0}, true); break;
+    default: break;
   }
   return uses;
 }
@@ -92,7 +85,8 @@ Op Generator::next(const Model& m) {
 std::optional<Op> Generator::ordering_for(const Model& m, Op& op) {
   const std::vector<Use> uses = uses_of(m, op);
   if (uses.empty()) return std::nullopt;
-  const bool host = op.kind == OpKind::host_fill || (op.kind == OpKind::tensor && m.slot(op.dst.slot).kind != BufKind::device);
+  const bool host = op.kind == OpKind::host_fill ||
+                    (op.kind == OpKind::tensor && m.slot(op.dst.slot).kind != BufKind::device);
   for (int tries = 0;; ++tries) {
     const std::vector<int> racing = host ? m.host_racing_queues(uses) : m.racing_queues(op.stream, uses);
     if (racing.empty()) return std::nullopt;
@@ -130,8 +124,8 @@ std::optional<Op> Generator::ordering_for(const Model& m, Op& op) {
 
 std::optional<Op> Generator::intent(const Model& m) {
   // Weights per op kind, in OpKind's order.
-  static constexpr std::array<unsigned, kOpKinds> kWeights = {70, 25, 10, 40, 260, 60, 170, 50,
-                                                              50, 25, 25, 25, 15, 8,  4,  8, 60};
+  static constexpr std::array<unsigned, kOpKinds> kWeights = {70, 25, 10, 40, 260, 60, 170, 50, 50,
+                                                              25, 25, 25, 15, 8,   4,  8,   60};
   unsigned total = 0;
   for (unsigned w : kWeights) total += w;
   unsigned pick = unsigned(c_.below(total));
@@ -142,8 +136,7 @@ std::optional<Op> Generator::intent(const Model& m) {
   Op op = make(kind);
   op.stream = std::uint8_t(c_.below(kStreams));
   switch (kind) {
-    case OpKind::create:
-      return make_create(m);
+    case OpKind::create: return make_create(m);
     case OpKind::drop: {
       const int s = pick_slot(m, nonempty);
       if (s < 0) return std::nullopt;
@@ -164,20 +157,14 @@ std::optional<Op> Generator::intent(const Model& m) {
       op.value = c_.below(std::uint64_t{1} << 32);
       return op;
     }
-    case OpKind::copy:
-      return make_copy(m);
-    case OpKind::memset:
-      return make_memset(m);
-    case OpKind::kernel:
-      return make_kernel(m);
-    case OpKind::tensor:
-      return make_tensor(m);
+    case OpKind::copy: return make_copy(m);
+    case OpKind::memset: return make_memset(m);
+    case OpKind::kernel: return make_kernel(m);
+    case OpKind::tensor: return make_tensor(m);
     case OpKind::record_event:
     case OpKind::wait_event:
     case OpKind::sync_event:
-    case OpKind::query_event:
-      op.slot = std::uint8_t(c_.below(kEvents));
-      return op;
+    case OpKind::query_event: op.slot = std::uint8_t(c_.below(kEvents)); return op;
     case OpKind::elapsed:
       op.slot = std::uint8_t(c_.below(kEvents));
       op.slot2 = std::uint8_t(c_.below(kEvents));
@@ -185,12 +172,9 @@ std::optional<Op> Generator::intent(const Model& m) {
     case OpKind::new_stream:
       op.stream = std::uint8_t(1 + c_.below(kStreams - 1));  // 4: a new second context
       return op;
-    case OpKind::moved_from_use:
-      op.value = c_.below(9);
-      return op;
+    case OpKind::moved_from_use: op.value = c_.below(9); return op;
     case OpKind::sync_context:
-    case OpKind::sync_stream:
-      return op;
+    case OpKind::sync_stream: return op;
   }
   return std::nullopt;
 }
@@ -220,9 +204,14 @@ std::optional<Op> Generator::make_create(const Model& m) {
     // absurd ones, and ones whose rounding up to the allocation's alignment wraps past 2^64
     // (a known defect, issue 10 item 1: kept out by --no-huge-sizes).
     const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
-    const std::array<std::uint64_t, 9> huge = {max,           max / eb + 1,  max - 4,
-                                               max / eb,      max / eb - 99, (std::uint64_t{1} << 62) - 1,
-                                               (std::uint64_t{1} << 44) / eb, (std::uint64_t{1} << 50) / eb,
+    const std::array<std::uint64_t, 9> huge = {max,
+                                               max / eb + 1,
+                                               max - 4,
+                                               max / eb,
+                                               max / eb - 99,
+                                               (std::uint64_t{1} << 62) - 1,
+                                               (std::uint64_t{1} << 44) / eb,
+                                               (std::uint64_t{1} << 50) / eb,
                                                std::uint64_t{1} << 61};
     op.count = huge[c_.below(huge.size())];
     const bool wraps = op.count <= max / eb && op.count * eb > max - (std::uint64_t{1} << 20);
@@ -240,10 +229,22 @@ View Generator::make_view(const SlotModel& s, int slot, std::uint64_t count, boo
   if (out_of_range) {
     v.whole = false;
     switch (c_.below(4)) {
-      case 0: v.offset = size - std::min<std::uint64_t>(size, c_.below(3)); v.count = size - v.offset + 1 + c_.below(3); break;
-      case 1: v.offset = size + 1 + c_.below(3); v.count = 0; break;
-      case 2: v.offset = std::numeric_limits<std::uint64_t>::max() - c_.below(2); v.count = 2 + c_.below(3); break;
-      default: v.offset = c_.below(size + 1); v.count = std::numeric_limits<std::uint64_t>::max() - c_.below(3); break;
+      case 0:
+        v.offset = size - std::min<std::uint64_t>(size, c_.below(3));
+        v.count = size - v.offset + 1 + c_.below(3);
+        break;
+      case 1:
+        v.offset = size + 1 + c_.below(3);
+        v.count = 0;
+        break;
+      case 2:
+        v.offset = std::numeric_limits<std::uint64_t>::max() - c_.below(2);
+        v.count = 2 + c_.below(3);
+        break;
+      default:
+        v.offset = c_.below(size + 1);
+        v.count = std::numeric_limits<std::uint64_t>::max() - c_.below(3);
+        break;
     }
     return v;
   }
@@ -259,7 +260,9 @@ std::optional<Op> Generator::make_copy(const Model& m) {
   op.stream = std::uint8_t(c_.below(kStreams));
   op.value = c_.below(2);  // bit 0: the source is passed as const
   const bool use_moved = c_.percent(3);
-  const int d = pick_slot(m, [&](const SlotModel& s) { return s.live() || (use_moved && s.state == SlotModel::State::moved); });
+  const int d = pick_slot(m, [&](const SlotModel& s) {
+    return s.live() || (use_moved && s.state == SlotModel::State::moved);
+  });
   if (d < 0) return make_create(m);
   const SlotModel& ds = m.slot(d);
   const int s = c_.percent(15) ? d : pick_slot(m, [&](const SlotModel& x) {
@@ -271,8 +274,10 @@ std::optional<Op> Generator::make_copy(const Model& m) {
   if (mode < 6) {  // sizes that differ
     const std::uint64_t a = c_.below(ds.size() + 1);
     std::uint64_t b = c_.below(ss.size() + 1);
-    if (a == b && b > 0) --b;
-    else if (a == b) return std::nullopt;
+    if (a == b && b > 0)
+      --b;
+    else if (a == b)
+      return std::nullopt;
     op.dst = make_view(ds, d, a, false);
     op.src = make_view(ss, s, b, false);
     return op;
@@ -313,15 +318,23 @@ std::optional<Op> Generator::make_memset(const Model& m) {
 }
 
 Shape Generator::block_shape(const Limits& l, bool warps) {
-  static constexpr std::array<unsigned, 16> kSizes = {1, 2, 3, 7, 31, 32, 33, 64, 100, 128, 255, 256, 257, 512, 1000, 1024};
+  static constexpr std::array<unsigned, 16> kSizes = {1,   2,   3,   7,   31,  32,  33,   64,
+                                                      100, 128, 255, 256, 257, 512, 1000, 1024};
   const unsigned max = unsigned(std::min<std::uint64_t>(l.max_threads, 1024));
   Shape b;
   const std::uint64_t mode = c_.below(10);
   if (warps) {
     const unsigned warps_max = std::max(1u, max / 32);
-    if (mode < 6) b.x = 32 * unsigned(c_.between(1, warps_max));
-    else if (mode < 8) { b.x = 32; b.y = unsigned(c_.between(1, std::min(warps_max, l.max_block.y))); }
-    else { b.x = 8; b.y = 4; b.z = unsigned(c_.between(1, std::min({warps_max, l.max_block.z, 8u}))); }
+    if (mode < 6)
+      b.x = 32 * unsigned(c_.between(1, warps_max));
+    else if (mode < 8) {
+      b.x = 32;
+      b.y = unsigned(c_.between(1, std::min(warps_max, l.max_block.y)));
+    } else {
+      b.x = 8;
+      b.y = 4;
+      b.z = unsigned(c_.between(1, std::min({warps_max, l.max_block.z, 8u})));
+    }
     return b;
   }
   if (mode < 6) {
@@ -378,8 +391,11 @@ std::optional<Op> Generator::make_kernel(const Model& m) {
   op.stream = std::uint8_t(c_.below(kStreams));
   const bool can_fail = l.kernels_can_throw && opt_.throwing_kernels;
   const std::uint64_t k = c_.below(can_fail ? 100 : 92);
-  op.kernel = k < 35 ? KernelId::scale_add : k < 60 ? KernelId::block_reduce : k < 80 ? KernelId::block_reverse
-              : k < 92 ? KernelId::warp_sum : KernelId::fail;
+  op.kernel = k < 35   ? KernelId::scale_add
+              : k < 60 ? KernelId::block_reduce
+              : k < 80 ? KernelId::block_reverse
+              : k < 92 ? KernelId::warp_sum
+                       : KernelId::fail;
   const bool invalid = c_.percent(8);
   if (op.kernel == KernelId::fail) {
     if (invalid) {
@@ -395,7 +411,8 @@ std::optional<Op> Generator::make_kernel(const Model& m) {
   }
   const bool use_moved = c_.percent(3);
   auto usable = [&](const SlotModel& s) {
-    return s.kind == BufKind::device && s.elem == Elem::u32 && (s.live() || (use_moved && s.state == SlotModel::State::moved));
+    return s.kind == BufKind::device && s.elem == Elem::u32 &&
+           (s.live() || (use_moved && s.state == SlotModel::State::moved));
   };
   const int in = pick_slot(m, usable);
   if (in < 0) {
@@ -434,14 +451,18 @@ std::optional<Op> Generator::make_kernel(const Model& m) {
   op.block = block_shape(l, op.kernel == KernelId::warp_sum);
   const std::uint64_t per_block = op.block.volume();
   Range ir, orr;
-  const std::uint64_t n = std::max(Model::resolve(is, op.src, ir) ? ir.size() : 0, Model::resolve(os, op.dst, orr) ? orr.size() : 0);
+  const std::uint64_t n = std::max(Model::resolve(is, op.src, ir) ? ir.size() : 0,
+                                   Model::resolve(os, op.dst, orr) ? orr.size() : 0);
   const std::uint64_t max_blocks = std::max<std::uint64_t>(1, (std::uint64_t{1} << 16) / per_block);
   op.grid = grid_shape(l, (n + per_block - 1) / per_block, max_blocks);
   const std::uint64_t sh = c_.below(100);
   const std::uint64_t free_shared = l.max_shared > kKernelStaticShared ? l.max_shared - kKernelStaticShared : 0;
-  if (sh < 85) op.shared_bytes = 0;
-  else if (sh < 95) op.shared_bytes = c_.below(free_shared + 1);
-  else op.shared_bytes = c_.between(free_shared + 1, l.max_shared);  // over the limit with DEVCTX_SHARED
+  if (sh < 85)
+    op.shared_bytes = 0;
+  else if (sh < 95)
+    op.shared_bytes = c_.below(free_shared + 1);
+  else
+    op.shared_bytes = c_.between(free_shared + 1, l.max_shared);  // over the limit with DEVCTX_SHARED
   return op;
 }
 
@@ -489,8 +510,7 @@ std::optional<Op> Generator::make_tensor(const Model& m) {
       }
       break;
     }
-    default:
-      break;
+    default: break;
   }
   if (op.layout == LayoutId::strided2) {
     for (std::uint64_t& st : op.strides) {

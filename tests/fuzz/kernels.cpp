@@ -80,20 +80,11 @@ DEVCTX_KERNEL void fuzz_fail(u64 bad) {
 template <class In, class Out>
 void launch_with(devctx::StreamRef& s, KernelId k, const devctx::LaunchConfig& c, In in, Out out, u64 value) {
   switch (k) {
-    case KernelId::scale_add:
-      s.enqueue_function<fuzz_scale_add>(c, in, out, u32(value));
-      break;
-    case KernelId::block_reduce:
-      s.enqueue_function<fuzz_block_reduce>(c, in, out);
-      break;
-    case KernelId::block_reverse:
-      s.enqueue_function<fuzz_block_reverse>(c, in, out);
-      break;
-    case KernelId::warp_sum:
-      s.enqueue_function<fuzz_warp_sum>(c, in, out);
-      break;
-    case KernelId::fail:
-      break;
+    case KernelId::scale_add: s.enqueue_function<fuzz_scale_add>(c, in, out, u32(value)); break;
+    case KernelId::block_reduce: s.enqueue_function<fuzz_block_reduce>(c, in, out); break;
+    case KernelId::block_reverse: s.enqueue_function<fuzz_block_reverse>(c, in, out); break;
+    case KernelId::warp_sum: s.enqueue_function<fuzz_warp_sum>(c, in, out); break;
+    case KernelId::fail: break;
   }
 }
 
@@ -104,12 +95,16 @@ void launch(devctx::StreamRef& stream, KernelId k, const devctx::LaunchConfig& c
   std::visit(
       [&](const auto& i, const auto& o) {
         auto in_arg = [&]() -> decltype(auto) {
-          if constexpr (std::is_pointer_v<std::decay_t<decltype(i)>>) return *i;
-          else return i;
+          if constexpr (std::is_pointer_v<std::decay_t<decltype(i)>>)
+            return *i;
+          else
+            return i;
         };
         auto out_arg = [&]() -> decltype(auto) {
-          if constexpr (std::is_pointer_v<std::decay_t<decltype(o)>>) return *o;
-          else return o;
+          if constexpr (std::is_pointer_v<std::decay_t<decltype(o)>>)
+            return *o;
+          else
+            return o;
         };
         launch_with<decltype(in_arg()), decltype(out_arg())>(stream, k, config, in_arg(), out_arg(), value);
       },

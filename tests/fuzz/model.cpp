@@ -145,8 +145,7 @@ void Model::host_learns(const std::vector<std::uint64_t>& v) {
 }
 
 void Model::prune() {
-  for (SlotModel& s : slots_)
-    std::erase_if(s.accesses, [&](const Access& a) { return at(host_, a.queue) >= a.seq; });
+  for (SlotModel& s : slots_) std::erase_if(s.accesses, [&](const Access& a) { return at(host_, a.queue) >= a.seq; });
 }
 
 // ---- failures -------------------------------------------------------------------------------
@@ -305,8 +304,7 @@ void Model::kernel(KernelId k, const Shape& grid, const Shape& block, int in_slo
         yk[w] = ok;
       }
       break;
-    case KernelId::fail:
-      break;
+    case KernelId::fail: break;
   }
 }
 

@@ -9,9 +9,9 @@
 namespace devctx_fuzz {
 namespace {
 
-constexpr std::array kOpNames = {"create",       "drop",       "move",        "host_fill",   "copy",
-                                 "memset",       "kernel",     "record_event", "wait_event",  "sync_context",
-                                 "sync_stream",  "sync_event", "query_event", "elapsed",     "new_stream",
+constexpr std::array kOpNames = {"create",         "drop",       "move",         "host_fill",  "copy",
+                                 "memset",         "kernel",     "record_event", "wait_event", "sync_context",
+                                 "sync_stream",    "sync_event", "query_event",  "elapsed",    "new_stream",
                                  "moved_from_use", "tensor"};
 constexpr std::array kBufNames = {"device", "host", "vec"};
 constexpr std::array kElemNames = {"u32", "u8"};
@@ -116,9 +116,7 @@ std::string to_text(const Op& op) {
       add("s", std::to_string(op.stream));
       add("value", std::to_string(op.value));
       break;
-    case OpKind::drop:
-      add("slot", std::to_string(op.slot));
-      break;
+    case OpKind::drop: add("slot", std::to_string(op.slot)); break;
     case OpKind::move:
       add("slot", std::to_string(op.slot));
       add("slot2", std::to_string(op.slot2));
@@ -152,23 +150,16 @@ std::string to_text(const Op& op) {
       add("s", std::to_string(op.stream));
       add("slot", std::to_string(op.slot));
       break;
-    case OpKind::sync_context:
-      break;
+    case OpKind::sync_context: break;
     case OpKind::sync_stream:
-    case OpKind::new_stream:
-      add("s", std::to_string(op.stream));
-      break;
+    case OpKind::new_stream: add("s", std::to_string(op.stream)); break;
     case OpKind::sync_event:
-    case OpKind::query_event:
-      add("slot", std::to_string(op.slot));
-      break;
+    case OpKind::query_event: add("slot", std::to_string(op.slot)); break;
     case OpKind::elapsed:
       add("slot", std::to_string(op.slot));
       add("slot2", std::to_string(op.slot2));
       break;
-    case OpKind::moved_from_use:
-      add("value", std::to_string(op.value));
-      break;
+    case OpKind::moved_from_use: add("value", std::to_string(op.value)); break;
     case OpKind::tensor:
       add("s", std::to_string(op.stream));
       add("layout", to_string(op.layout));
@@ -203,22 +194,38 @@ std::optional<Op> parse_op(std::string_view line, std::string& error) {
     const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
     unsigned small = 0;
     bool ok = false;
-    if (key == "slot") ok = parse_number(value, small) && small < 256 && (op.slot = std::uint8_t(small), true);
-    else if (key == "slot2") ok = parse_number(value, small) && small < 256 && (op.slot2 = std::uint8_t(small), true);
-    else if (key == "s") ok = parse_number(value, small) && small < kStreams && (op.stream = std::uint8_t(small), true);
-    else if (key == "kind") ok = parse_name(value, kBufNames, op.buf_kind);
-    else if (key == "elem") ok = parse_name(value, kElemNames, op.elem);
-    else if (key == "count") ok = parse_number(value, op.count);
-    else if (key == "value") ok = parse_number(value, op.value);
-    else if (key == "k") ok = parse_name(value, kKernelNames, op.kernel);
-    else if (key == "layout") ok = parse_name(value, kLayoutNames, op.layout);
-    else if (key == "ext") ok = parse_list(value, op.ext);
-    else if (key == "strides") ok = parse_list(value, op.strides);
-    else if (key == "grid") ok = parse_shape(value, op.grid);
-    else if (key == "block") ok = parse_shape(value, op.block);
-    else if (key == "shared") ok = parse_number(value, op.shared_bytes);
-    else if (key == "dst" || key == "out") ok = parse_view(value, op.dst);
-    else if (key == "src" || key == "in") ok = parse_view(value, op.src);
+    if (key == "slot")
+      ok = parse_number(value, small) && small < 256 && (op.slot = std::uint8_t(small), true);
+    else if (key == "slot2")
+      ok = parse_number(value, small) && small < 256 && (op.slot2 = std::uint8_t(small), true);
+    else if (key == "s")
+      ok = parse_number(value, small) && small < kStreams && (op.stream = std::uint8_t(small), true);
+    else if (key == "kind")
+      ok = parse_name(value, kBufNames, op.buf_kind);
+    else if (key == "elem")
+      ok = parse_name(value, kElemNames, op.elem);
+    else if (key == "count")
+      ok = parse_number(value, op.count);
+    else if (key == "value")
+      ok = parse_number(value, op.value);
+    else if (key == "k")
+      ok = parse_name(value, kKernelNames, op.kernel);
+    else if (key == "layout")
+      ok = parse_name(value, kLayoutNames, op.layout);
+    else if (key == "ext")
+      ok = parse_list(value, op.ext);
+    else if (key == "strides")
+      ok = parse_list(value, op.strides);
+    else if (key == "grid")
+      ok = parse_shape(value, op.grid);
+    else if (key == "block")
+      ok = parse_shape(value, op.block);
+    else if (key == "shared")
+      ok = parse_number(value, op.shared_bytes);
+    else if (key == "dst" || key == "out")
+      ok = parse_view(value, op.dst);
+    else if (key == "src" || key == "in")
+      ok = parse_view(value, op.src);
     if (!ok) {
       error = "bad field '" + std::string(field) + "'";
       return std::nullopt;

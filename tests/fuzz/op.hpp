@@ -24,12 +24,12 @@
 
 namespace devctx_fuzz {
 
-inline constexpr int kSlots = 10;   ///< buffer slots
+inline constexpr int kSlots = 10;  ///< buffer slots
 /// Streams: 0 is the context's own stream, 1-3 its create_stream() streams, and 4 a second
 /// DeviceContext of the same device (whose synchronize() the first one's does not cover).
 inline constexpr int kStreams = 5;
 inline constexpr int kSecondContext = 4;
-inline constexpr int kEvents = 4;   ///< event slots
+inline constexpr int kEvents = 4;  ///< event slots
 
 enum class OpKind : std::uint8_t {
   create,          ///< slot = s.enqueue_create_*(count) (or a std::vector); the old buffer is dropped

@@ -69,32 +69,43 @@ void with_endpoint(Slot& slot, const View& v, F&& f) {
   auto pass = [&](auto& owner) {
     using Owner = std::decay_t<decltype(owner)>;
     if (v.whole) {
-      if constexpr (AsConst) f(std::as_const(owner));
-      else f(owner);
+      if constexpr (AsConst)
+        f(std::as_const(owner));
+      else
+        f(owner);
     } else if constexpr (std::is_same_v<Owner, std::vector<T>>) {
       const std::span<T> part = std::span<T>(owner).subspan(v.offset, v.count);
-      if constexpr (AsConst) f(std::span<const T>(part));
-      else f(part);
+      if constexpr (AsConst)
+        f(std::span<const T>(part));
+      else
+        f(part);
     } else {
-      if constexpr (AsConst) f(std::as_const(owner).slice(v.offset, v.count));
-      else f(owner.slice(v.offset, v.count));
+      if constexpr (AsConst)
+        f(std::as_const(owner).slice(v.offset, v.count));
+      else
+        f(owner.slice(v.offset, v.count));
     }
   };
-  if (auto* b = std::get_if<devctx::DeviceBuffer<T>>(&slot)) pass(*b);
-  else if (auto* h = std::get_if<devctx::HostBuffer<T>>(&slot)) pass(*h);
-  else if (auto* vec = std::get_if<std::vector<T>>(&slot)) pass(*vec);
+  if (auto* b = std::get_if<devctx::DeviceBuffer<T>>(&slot))
+    pass(*b);
+  else if (auto* h = std::get_if<devctx::HostBuffer<T>>(&slot))
+    pass(*h);
+  else if (auto* vec = std::get_if<std::vector<T>>(&slot))
+    pass(*vec);
 }
 
 /// The host writes fill `seed` into a HostBuffer or std::vector.
 void host_write(Slot& slot, std::uint64_t seed, Elem elem) {
-  std::visit([&](auto& x) {
-    using X = std::decay_t<decltype(x)>;
-    if constexpr (!std::is_same_v<X, std::monostate> && !std::is_same_v<X, devctx::DeviceBuffer<u32>> &&
-                  !std::is_same_v<X, devctx::DeviceBuffer<u8>>) {
-      using T = std::remove_reference_t<decltype(x[0])>;
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] = T(Model::fill_value(seed, i, elem));
-    }
-  }, slot);
+  std::visit(
+      [&](auto& x) {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (!std::is_same_v<X, std::monostate> && !std::is_same_v<X, devctx::DeviceBuffer<u32>> &&
+                      !std::is_same_v<X, devctx::DeviceBuffer<u8>>) {
+          using T = std::remove_reference_t<decltype(x[0])>;
+          for (std::size_t i = 0; i < x.size(); ++i) x[i] = T(Model::fill_value(seed, i, elem));
+        }
+      },
+      slot);
 }
 
 }  // namespace
@@ -117,7 +128,7 @@ struct Runner::Objects {
   std::array<Slot, kSlots> slots;
   std::array<devctx::Event, kEvents> events;
   devctx::Stream moved_stream{ctx.create_stream()};  // moved from in the constructor
-  devctx::DeviceContext moved_ctx;                     // likewise
+  devctx::DeviceContext moved_ctx;                   // likewise
 };
 
 Limits Runner::limits_of(const devctx::DeviceContext& ctx) {
@@ -146,9 +157,7 @@ void Runner::note(std::string line) {
   if (keep_trace_) trace_.push_back(std::move(line));
 }
 
-std::string Runner::declare(const std::string& name) {
-  return declared_.insert(name).second ? "auto " + name : name;
-}
+std::string Runner::declare(const std::string& name) { return declared_.insert(name).second ? "auto " + name : name; }
 
 Status Runner::apply(const Op& op) {
   try {
@@ -193,9 +202,7 @@ std::string view_expr(const SlotModel& s, int slot, const View& v, bool as_const
   return name + ".slice(" + args + ")";
 }
 
-std::string stream_name(int s) {
-  return s == 0 ? "ctx" : s == kSecondContext ? "ctx2" : "s" + std::to_string(s);
-}
+std::string stream_name(int s) { return s == 0 ? "ctx" : s == kSecondContext ? "ctx2" : "s" + std::to_string(s); }
 
 /// One stream's synchronize: for a context's own stream that is StreamRef::synchronize, which
 /// DeviceContext::synchronize (every stream of the context) hides.
@@ -257,8 +264,10 @@ Status Runner::run(const Op& op) {
       const std::string tname = op.elem == Elem::u32 ? "std::uint32_t" : "std::uint8_t";
       const std::size_t count = std::size_t(op.count);
       if (op.buf_kind == BufKind::vec) {
-        if (op.elem == Elem::u32) o.slots[op.slot] = std::vector<u32>(count);
-        else o.slots[op.slot] = std::vector<u8>(count);
+        if (op.elem == Elem::u32)
+          o.slots[op.slot] = std::vector<u32>(count);
+        else
+          o.slots[op.slot] = std::vector<u8>(count);
         model_.create(op.slot, op.buf_kind, op.elem, op.count);
         model_.host_fill(op.slot, op.value);
         host_write(o.slots[op.slot], op.value, op.elem);
@@ -272,11 +281,15 @@ Status Runner::run(const Op& op) {
                                std::to_string(op.count) + ")";
       const auto ok = call(e, expr, [&] {
         if (op.buf_kind == BufKind::device) {
-          if (op.elem == Elem::u32) o.slots[op.slot] = s.enqueue_create_buffer<u32>(count);
-          else o.slots[op.slot] = s.enqueue_create_buffer<u8>(count);
+          if (op.elem == Elem::u32)
+            o.slots[op.slot] = s.enqueue_create_buffer<u32>(count);
+          else
+            o.slots[op.slot] = s.enqueue_create_buffer<u8>(count);
         } else {
-          if (op.elem == Elem::u32) o.slots[op.slot] = s.enqueue_create_host_buffer<u32>(count);
-          else o.slots[op.slot] = s.enqueue_create_host_buffer<u8>(count);
+          if (op.elem == Elem::u32)
+            o.slots[op.slot] = s.enqueue_create_host_buffer<u32>(count);
+          else
+            o.slots[op.slot] = s.enqueue_create_host_buffer<u8>(count);
         }
       });
       if (!ok) return Status::failed;
@@ -345,13 +358,17 @@ Status Runner::run(const Op& op) {
       auto go = [&]<class T>() {
         with_endpoint<T, false>(o.slots[op.dst.slot], op.dst, [&](auto&& dv) {
           auto to_dv = [&](auto&& sv) { st.enqueue_copy(dv, sv); };
-          if (as_const) with_endpoint<T, true>(o.slots[op.src.slot], op.src, to_dv);
-          else with_endpoint<T, false>(o.slots[op.src.slot], op.src, to_dv);
+          if (as_const)
+            with_endpoint<T, true>(o.slots[op.src.slot], op.src, to_dv);
+          else
+            with_endpoint<T, false>(o.slots[op.src.slot], op.src, to_dv);
         });
       };
       const auto ok = call(e, expr, [&] {
-        if (d.elem == Elem::u32) go.template operator()<u32>();
-        else go.template operator()<u8>();
+        if (d.elem == Elem::u32)
+          go.template operator()<u32>();
+        else
+          go.template operator()<u8>();
       });
       if (!ok) return Status::failed;
       if (*ok) {
@@ -383,8 +400,10 @@ Status Runner::run(const Op& op) {
                                ", " + std::to_string(d.elem == Elem::u8 ? (value & 0xFF) : value) + "u)";
       devctx::StreamRef& st = o.stream(op.stream);
       const auto ok = call(e, expr, [&] {
-        if (d.elem == Elem::u32) with_endpoint<u32, false>(o.slots[op.dst.slot], op.dst, [&](auto&& dv) { st.enqueue_memset(dv, value); });
-        else with_endpoint<u8, false>(o.slots[op.dst.slot], op.dst, [&](auto&& dv) { st.enqueue_memset(dv, u8(value)); });
+        if (d.elem == Elem::u32)
+          with_endpoint<u32, false>(o.slots[op.dst.slot], op.dst, [&](auto&& dv) { st.enqueue_memset(dv, value); });
+        else
+          with_endpoint<u8, false>(o.slots[op.dst.slot], op.dst, [&](auto&& dv) { st.enqueue_memset(dv, u8(value)); });
       });
       if (!ok) return Status::failed;
       if (*ok) {
@@ -400,9 +419,9 @@ Status Runner::run(const Op& op) {
       const devctx::LaunchConfig config{.grid_dim = {op.grid.x, op.grid.y, op.grid.z},
                                         .block_dim = {op.block.x, op.block.y, op.block.z},
                                         .shared_bytes = std::size_t(op.shared_bytes)};
-      const bool bad_shape = op.grid.x == 0 || op.grid.y == 0 || op.grid.z == 0 || op.block.x == 0 ||
-                             op.block.y == 0 || op.block.z == 0 || op.grid.x > lim.max_grid.x ||
-                             op.grid.y > lim.max_grid.y || op.grid.z > lim.max_grid.z || op.block.x > lim.max_block.x ||
+      const bool bad_shape = op.grid.x == 0 || op.grid.y == 0 || op.grid.z == 0 || op.block.x == 0 || op.block.y == 0 ||
+                             op.block.z == 0 || op.grid.x > lim.max_grid.x || op.grid.y > lim.max_grid.y ||
+                             op.grid.z > lim.max_grid.z || op.block.x > lim.max_block.x ||
                              op.block.y > lim.max_block.y || op.block.z > lim.max_block.z ||
                              op.block.volume() > lim.max_threads || op.shared_bytes > lim.max_shared;
       // Valid launches are kept small: the model runs every one of them too.
@@ -414,7 +433,8 @@ Status Runner::run(const Op& op) {
         if (!lim.kernels_can_throw) return Status::skipped;
         Expect e;
         if (bad_shape) e.error(Errc::invalid_launch);
-        const std::string expr = stream_name(op.stream) + ".enqueue_function<fuzz_fail>(" + cfg + ", " + std::to_string(op.value) + "ull)";
+        const std::string expr = stream_name(op.stream) + ".enqueue_function<fuzz_fail>(" + cfg + ", " +
+                                 std::to_string(op.value) + "ull)";
         const auto ok = call(e, expr, [&] { launch_fail(st, config, op.value); });
         if (!ok) return Status::failed;
         if (*ok) {
@@ -456,7 +476,8 @@ Status Runner::run(const Op& op) {
       const auto ok = call(e, expr, [&] {
         auto& ib = std::get<devctx::DeviceBuffer<u32>>(o.slots[op.src.slot]);
         auto& ob = std::get<devctx::DeviceBuffer<u32>>(o.slots[op.dst.slot]);
-        const InArg ia = op.src.whole ? InArg{&std::as_const(ib)} : InArg{std::as_const(ib).slice(op.src.offset, op.src.count)};
+        const InArg ia = op.src.whole ? InArg{&std::as_const(ib)}
+                                      : InArg{std::as_const(ib).slice(op.src.offset, op.src.count)};
         const OutArg oa = op.dst.whole ? OutArg{&ob} : OutArg{ob.slice(op.dst.offset, op.dst.count)};
         launch(st, op.kernel, config, ia, oa, op.value);
       });
@@ -489,19 +510,22 @@ Status Runner::run(const Op& op) {
       bool write = plan.writes;
       if (write && device && !model_.racing_queues(op.stream, {{op.dst.slot, dr, true}}).empty()) write = false;
       if (write && !device && !model_.host_racing_queues({{op.dst.slot, dr, true}}).empty()) write = false;
-      const std::string tensor_expr = "devctx::tensor(" + view_expr(d, op.dst.slot, op.dst, false) + ", " + layout_expr(op) + ")";
-      const std::string expr =
-          !write ? "(void)" + tensor_expr
-          : device ? stream_name(op.stream) + ".enqueue_function<fuzz_tensor_write>({.grid_dim = " + shape_expr(op.grid) +
-                         ", .block_dim = " + shape_expr(op.block) + "}, " + tensor_expr + ", " +
-                         std::to_string(u32(op.value)) + "u, " + std::to_string(op.value >> 32) + "u)"
-                   : "fuzz_tensor_write_on_host(" + tensor_expr + ", " + std::to_string(u32(op.value)) + "u, " +
-                         std::to_string(op.value >> 32) + "u)";
+      const std::string tensor_expr = "devctx::tensor(" + view_expr(d, op.dst.slot, op.dst, false) + ", " +
+                                      layout_expr(op) + ")";
+      const std::string expr = !write ? "(void)" + tensor_expr
+                               : device
+                                   ? stream_name(op.stream) +
+                                         ".enqueue_function<fuzz_tensor_write>({.grid_dim = " + shape_expr(op.grid) +
+                                         ", .block_dim = " + shape_expr(op.block) + "}, " + tensor_expr + ", " +
+                                         std::to_string(u32(op.value)) + "u, " + std::to_string(op.value >> 32) + "u)"
+                                   : "fuzz_tensor_write_on_host(" + tensor_expr + ", " + std::to_string(u32(op.value)) +
+                                         "u, " + std::to_string(op.value >> 32) + "u)";
       const auto ok = call(e, expr, [&] {
         Slot& slot = o.slots[op.dst.slot];
         if (device) {
           auto& b = std::get<devctx::DeviceBuffer<u32>>(slot);
-          const TensorDeviceArg m = op.dst.whole ? TensorDeviceArg{&b} : TensorDeviceArg{b.slice(op.dst.offset, op.dst.count)};
+          const TensorDeviceArg m = op.dst.whole ? TensorDeviceArg{&b}
+                                                 : TensorDeviceArg{b.slice(op.dst.offset, op.dst.count)};
           tensor_on_device(o.stream(op.stream), op, m, write);
         } else {
           std::span<u32> all;
@@ -573,9 +597,12 @@ Status Runner::run(const Op& op) {
       std::string message;
       const auto ok = call(e, expr, [&] {
         try {
-          if (op.kind == OpKind::sync_context) o.ctx.synchronize();
-          else if (op.kind == OpKind::sync_stream) o.stream(op.stream).synchronize();
-          else o.events[op.slot].synchronize();
+          if (op.kind == OpKind::sync_context)
+            o.ctx.synchronize();
+          else if (op.kind == OpKind::sync_stream)
+            o.stream(op.stream).synchronize();
+          else
+            o.events[op.slot].synchronize();
         } catch (const devctx::Error& err) {
           message = err.what();
           throw;
@@ -588,8 +615,10 @@ Status Runner::run(const Op& op) {
         model_.context_done_on_host();
         return check_all("ctx.synchronize()");
       }
-      if (op.kind == OpKind::sync_stream) model_.stream_done_on_host(op.stream);
-      else model_.event_done_on_host(op.slot);
+      if (op.kind == OpKind::sync_stream)
+        model_.stream_done_on_host(op.stream);
+      else
+        model_.event_done_on_host(op.slot);
       return check_host_visible(expr.c_str());
     }
 
@@ -611,7 +640,8 @@ Status Runner::run(const Op& op) {
       Expect e;
       if (!model_.event(op.slot).recorded || !model_.event(op.slot2).recorded) e.error(Errc::invalid_handle);
       double ms = 0;
-      const std::string expr = "(void)devctx::elapsed_ms(e" + std::to_string(op.slot) + ", e" + std::to_string(op.slot2) + ")";
+      const std::string expr = "(void)devctx::elapsed_ms(e" + std::to_string(op.slot) + ", e" +
+                               std::to_string(op.slot2) + ")";
       const auto ok = call(e, expr, [&] { ms = devctx::elapsed_ms(o.events[op.slot], o.events[op.slot2]); });
       if (!ok) return Status::failed;
       if (*ok) {
@@ -632,7 +662,8 @@ Status Runner::run(const Op& op) {
         return Status::ran;
       }
       const std::string expr = stream_name(op.stream) + " = ctx.create_stream()";
-      if (!call(Expect{}, expr, [&] { o.streams[std::size_t(op.stream - 1)] = o.ctx.create_stream(); })) return Status::failed;
+      if (!call(Expect{}, expr, [&] { o.streams[std::size_t(op.stream - 1)] = o.ctx.create_stream(); }))
+        return Status::failed;
       model_.new_stream(op.stream);
       return Status::ran;
     }
@@ -671,18 +702,20 @@ Status Runner::check_slot(int slot, const char* when) {
   if (!m.live() || m.size() == 0) return Status::ran;
   std::vector<u32> actual(m.size());
   Objects& o = *objects_;
-  std::visit([&](auto& x) {
-    using X = std::decay_t<decltype(x)>;
-    if constexpr (std::is_same_v<X, devctx::DeviceBuffer<u32>>) {
-      o.ctx.enqueue_copy(actual, x);  // returns once done
-    } else if constexpr (std::is_same_v<X, devctx::DeviceBuffer<u8>>) {
-      std::vector<u8> bytes(m.size());
-      o.ctx.enqueue_copy(bytes, x);
-      std::copy(bytes.begin(), bytes.end(), actual.begin());
-    } else if constexpr (!std::is_same_v<X, std::monostate>) {
-      std::copy(x.begin(), x.end(), actual.begin());
-    }
-  }, o.slots[std::size_t(slot)]);
+  std::visit(
+      [&](auto& x) {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, devctx::DeviceBuffer<u32>>) {
+          o.ctx.enqueue_copy(actual, x);  // returns once done
+        } else if constexpr (std::is_same_v<X, devctx::DeviceBuffer<u8>>) {
+          std::vector<u8> bytes(m.size());
+          o.ctx.enqueue_copy(bytes, x);
+          std::copy(bytes.begin(), bytes.end(), actual.begin());
+        } else if constexpr (!std::is_same_v<X, std::monostate>) {
+          std::copy(x.begin(), x.end(), actual.begin());
+        }
+      },
+      o.slots[std::size_t(slot)]);
   checked_elements_ += m.size();
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < m.size(); ++i)
@@ -690,9 +723,9 @@ Status Runner::check_slot(int slot, const char* when) {
   if (bad == 0) return Status::ran;
   const std::string name = slot_name(slot, m.kind, m.elem);
   return fail("after " + std::string(when) + ": " + name + " (" + to_string(m.kind) + " " + to_string(m.elem) + ", " +
-              std::to_string(m.size()) + " elements): " + std::to_string(bad) + " element(s) differ from the model; first " +
-              name + "[" + std::to_string(first) + "] = " + std::to_string(actual[first]) + ", expected " +
-              std::to_string(m.value[first]));
+              std::to_string(m.size()) + " elements): " + std::to_string(bad) +
+              " element(s) differ from the model; first " + name + "[" + std::to_string(first) +
+              "] = " + std::to_string(actual[first]) + ", expected " + std::to_string(m.value[first]));
 }
 
 Status Runner::check_all(const char* when) {

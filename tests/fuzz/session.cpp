@@ -17,8 +17,10 @@ Op final_sync() {
 }
 
 void record(RunResult& r, Status st, std::size_t index, const Runner& runner) {
-  if (st == Status::ran) ++r.ran;
-  else if (st == Status::skipped) ++r.skipped;
+  if (st == Status::ran)
+    ++r.ran;
+  else if (st == Status::skipped)
+    ++r.skipped;
   else {
     r.failed = true;
     r.failed_at = index;
@@ -28,8 +30,7 @@ void record(RunResult& r, Status st, std::size_t index, const Runner& runner) {
 
 }  // namespace
 
-RunResult run_generated(devctx::Api api, Choices& choices, const GenOptions& options, std::uint64_t max_ops,
-                        bool keep_ops) {
+RunResult run_generated(devctx::Api api, Choices& choices, const GenOptions& options, std::uint64_t max_ops, bool keep_ops) {
   RunResult r;
   Runner runner(api);
   Generator gen(choices, options);
@@ -68,7 +69,7 @@ RunResult run_ops(devctx::Api api, const std::vector<Op>& ops, bool keep_trace) 
 std::string failure_kind(const RunResult& r) {
   if (!r.failed) return "";
   const std::string& m = r.failure;
-  const char* what = m.find("differ from the model") != std::string::npos          ? "contents"
+  const char* what = m.find("differ from the model") != std::string::npos           ? "contents"
                      : m.find("succeeded; the model expected") != std::string::npos ? "unexpected success"
                      : m.find(" threw ") != std::string::npos                       ? "unexpected error"
                                                                                     : "other";

@@ -30,7 +30,8 @@ TensorPlan plan_tensor(const Op& op, std::uint64_t memory_elements) {
     if (!any_zero) {
       for (std::size_t d = 0; d < rank; ++d) {
         std::uint64_t reach = 0;
-        if (__builtin_mul_overflow(e[d] - 1, p.strides[d], &reach) || __builtin_add_overflow(last, reach, &last)) return p;
+        if (__builtin_mul_overflow(e[d] - 1, p.strides[d], &reach) || __builtin_add_overflow(last, reach, &last))
+          return p;
       }
       if (__builtin_add_overflow(last, std::uint64_t{1}, &p.span)) return p;
     }

@@ -19,17 +19,24 @@ template <class T, class L>
 DEVCTX_HD_INLINE void write_element(const devctx::LayoutTensor<T, L>& t, u64 i, u32 base, u32 access) {
   const u32 v = base + u32(i);
   if constexpr (L::rank == 1) {
-    if (access == u32(TensorAccess::tile)) t.template tile<1>(i)(0) = v;
-    else t(i) = v;
+    if (access == u32(TensorAccess::tile))
+      t.template tile<1>(i)(0) = v;
+    else
+      t(i) = v;
   } else if constexpr (L::rank == 2) {
     const u64 r = i / t.extent(1), c = i % t.extent(1);
-    if (access == u32(TensorAccess::tile)) t.template tile<1, 1>(r, c)(0, 0) = v;
-    else if (access == u32(TensorAccess::transpose)) t.transpose()(c, r) = v;
-    else t(r, c) = v;
+    if (access == u32(TensorAccess::tile))
+      t.template tile<1, 1>(r, c)(0, 0) = v;
+    else if (access == u32(TensorAccess::transpose))
+      t.transpose()(c, r) = v;
+    else
+      t(r, c) = v;
   } else {
     const u64 k = i % t.extent(2), j = (i / t.extent(2)) % t.extent(1), r = i / t.extent(2) / t.extent(1);
-    if (access == u32(TensorAccess::tile)) t.template tile<1, 1, 1>(r, j, k)(0, 0, 0) = v;
-    else t(r, j, k) = v;
+    if (access == u32(TensorAccess::tile))
+      t.template tile<1, 1, 1>(r, j, k)(0, 0, 0) = v;
+    else
+      t(r, j, k) = v;
   }
 }
 
@@ -67,27 +74,35 @@ void tensor_on_device(devctx::StreamRef& stream, const Op& op, const TensorDevic
   const u32 base = u32(op.value), access = u32((op.value >> 32) & 3);
   with_layout(op, [&](const auto& layout) {
     using L = std::decay_t<decltype(layout)>;
-    std::visit([&](const auto& m) {
-      auto t = [&] {
-        if constexpr (std::is_pointer_v<std::decay_t<decltype(m)>>) return devctx::tensor(*m, layout);
-        else return devctx::tensor(m, layout);
-      }();
-      if (launch) stream.enqueue_function<fuzz_tensor_write<L>>(config, t, base, access);
-    }, memory);
+    std::visit(
+        [&](const auto& m) {
+          auto t = [&] {
+            if constexpr (std::is_pointer_v<std::decay_t<decltype(m)>>)
+              return devctx::tensor(*m, layout);
+            else
+              return devctx::tensor(m, layout);
+          }();
+          if (launch) stream.enqueue_function<fuzz_tensor_write<L>>(config, t, base, access);
+        },
+        memory);
   });
 }
 
 void tensor_on_host(const Op& op, const TensorHostArg& memory, bool write) {
   const u32 base = u32(op.value), access = u32((op.value >> 32) & 3);
   with_layout(op, [&](const auto& layout) {
-    std::visit([&](const auto& m) {
-      auto t = [&] {
-        if constexpr (std::is_pointer_v<std::decay_t<decltype(m)>>) return devctx::tensor(*m, layout);
-        else return devctx::tensor(m, layout);
-      }();
-      if (write)
-        for (u64 i = 0; i < t.size(); ++i) write_element(t, i, base, access);
-    }, memory);
+    std::visit(
+        [&](const auto& m) {
+          auto t = [&] {
+            if constexpr (std::is_pointer_v<std::decay_t<decltype(m)>>)
+              return devctx::tensor(*m, layout);
+            else
+              return devctx::tensor(m, layout);
+          }();
+          if (write)
+            for (u64 i = 0; i < t.size(); ++i) write_element(t, i, base, access);
+        },
+        memory);
   });
 }
 

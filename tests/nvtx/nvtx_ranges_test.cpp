@@ -72,13 +72,8 @@ TEST(NvtxRanges, EachRangeReachesTheDevctxDomainOnlyWhileOn) {
   }
   EXPECT_EQ(names_built, 4);
   const std::vector<NvtxCall> expected = {
-      {"init", "", ""},
-      {"domain", "devctx", ""},
-      {"push", "devctx", outer},
-      {"push", "devctx", inner},
-      {"pop", "devctx", ""},
-      {"pop", "devctx", ""},
-      {"push", "devctx", "synchronize"},  // still open: `last` pops when the test returns
+      {"init", "", ""},      {"domain", "devctx", ""}, {"push", "devctx", outer},         {"push", "devctx", inner},
+      {"pop", "devctx", ""}, {"pop", "devctx", ""},    {"push", "devctx", "synchronize"},  // still open: `last` pops when the test returns
   };
   ASSERT_EQ(calls.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {

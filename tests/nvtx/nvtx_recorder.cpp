@@ -60,7 +60,9 @@ int pop_line(nvtxDomainHandle_t domain) {
 }
 
 int NVTX_API range_push_a(const char* message) { return push_line(nullptr, message != nullptr ? message : ""); }
-int NVTX_API range_push_ex(const nvtxEventAttributes_t* attributes) { return push_line(nullptr, message_of(attributes)); }
+int NVTX_API range_push_ex(const nvtxEventAttributes_t* attributes) {
+  return push_line(nullptr, message_of(attributes));
+}
 int NVTX_API range_pop() { return pop_line(nullptr); }
 
 int NVTX_API domain_range_push_ex(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* attributes) {

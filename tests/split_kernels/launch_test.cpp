@@ -33,9 +33,11 @@ TEST_P(SplitKernels, KernelsDefinedInAnotherFileRunOnEveryBackend) {
   const auto values = devctx_test::random_vector<int>(rng, m, -1000000, 1000000);
   auto in = upload(ctx(), values);
   auto out = devctx_test::poisoned_buffer<int>(ctx(), m);
-  ctx().enqueue_function<split::reverse_tiles>(devctx::LaunchConfig{.grid_dim = blocks, .block_dim = split::kTile}, in, out);
+  ctx().enqueue_function<split::reverse_tiles>(devctx::LaunchConfig{.grid_dim = blocks, .block_dim = split::kTile}, in,
+                                               out);
   std::vector<int> want(m);
-  for (unsigned i = 0; i < m; ++i) want[i] = values[i / split::kTile * split::kTile + split::kTile - 1 - i % split::kTile];
+  for (unsigned i = 0; i < m; ++i)
+    want[i] = values[i / split::kTile * split::kTile + split::kTile - 1 - i % split::kTile];
   EXPECT_TRUE(devctx_test::all_equal(want, download(ctx(), out)));
 }
 

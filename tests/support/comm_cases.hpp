@@ -64,8 +64,7 @@ struct Local {
 using Report = std::function<void(const std::string&)>;
 
 template <class T>
-void check(const Report& report, const std::string& what, int rank, const std::vector<T>& got,
-           const std::vector<T>& want) {
+void check(const Report& report, const std::string& what, int rank, const std::vector<T>& got, const std::vector<T>& want) {
   for (std::size_t i = 0; i < want.size(); ++i)
     if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
       report(what + ": rank " + std::to_string(rank) + " element " + std::to_string(i) + " is " +
@@ -171,11 +170,12 @@ void run_type(Local& local, std::uint64_t seed, const char* type, const Report& 
   for (int root = 0; root < n; ++root) {
     const auto in = all_inputs(++which, c);
     std::vector<devctx::DeviceBuffer<T>> buf;
-    for (std::size_t i = 0; i < L; ++i) buf.push_back(local.ranks[i] == root ? upload(i, in[std::size_t(root)]) : poisoned(i, c));
+    for (std::size_t i = 0; i < L; ++i)
+      buf.push_back(local.ranks[i] == root ? upload(i, in[std::size_t(root)]) : poisoned(i, c));
     for (std::size_t i = 0; i < L; ++i) local.comms[i]->broadcast(buf[i], root);
     for (std::size_t i = 0; i < L; ++i)
-      check(report, std::string("broadcast ") + type + " root " + std::to_string(root), local.ranks[i], download(i, buf[i]),
-            in[std::size_t(root)]);
+      check(report, std::string("broadcast ") + type + " root " + std::to_string(root), local.ranks[i],
+            download(i, buf[i]), in[std::size_t(root)]);
   }
   // all_gather
   {
@@ -188,7 +188,8 @@ void run_type(Local& local, std::uint64_t seed, const char* type, const Report& 
       recv.push_back(poisoned(i, c * std::size_t(n)));
     }
     for (std::size_t i = 0; i < L; ++i) local.comms[i]->all_gather(send[i], recv[i]);
-    for (std::size_t i = 0; i < L; ++i) check(report, std::string("all_gather ") + type, local.ranks[i], download(i, recv[i]), want);
+    for (std::size_t i = 0; i < L; ++i)
+      check(report, std::string("all_gather ") + type, local.ranks[i], download(i, recv[i]), want);
   }
   // send/recv around a ring: rank r sends to r+1, receives from r-1 (all sends first: each
   // is stream-ordered and does not block the host)
@@ -272,9 +273,8 @@ inline void run_aliasing(Local& local, std::uint64_t seed, const Report& report)
         want[e] = sum;
       }
       const auto got = download(i, buf[i]);
-      check(report, "reduce_scatter in place", local.ranks[i], std::vector<T>(got.begin() + std::ptrdiff_t(r * c),
-                                                                             got.begin() + std::ptrdiff_t(r * c + c)),
-            want);
+      check(report, "reduce_scatter in place", local.ranks[i],
+            std::vector<T>(got.begin() + std::ptrdiff_t(r * c), got.begin() + std::ptrdiff_t(r * c + c)), want);
     }
   }
   // A partial overlap: refused on every rank, nothing enqueued.

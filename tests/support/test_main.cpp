@@ -82,13 +82,17 @@ std::string backend_name(const testing::TestParamInfo<devctx::Api>& info) { retu
 
 ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
   if (const char* old = std::getenv(name)) old_ = old;
-  if (value != nullptr) setenv(name, value, 1);
-  else unsetenv(name);
+  if (value != nullptr)
+    setenv(name, value, 1);
+  else
+    unsetenv(name);
 }
 
 ScopedEnv::~ScopedEnv() {
-  if (old_) setenv(name_.c_str(), old_->c_str(), 1);
-  else unsetenv(name_.c_str());
+  if (old_)
+    setenv(name_.c_str(), old_->c_str(), 1);
+  else
+    unsetenv(name_.c_str());
 }
 
 void BackendTest::SetUp() {
@@ -126,8 +130,7 @@ int main(int argc, char** argv) {
     any_present = any_present || n > 0;
     std::printf(" %s (%d device%s)", devctx::to_string(api), n, n == 1 ? "" : "s");
   }
-  std::printf("; seed %llu (set DEVCTX_TEST_SEED to replay)\n",
-              static_cast<unsigned long long>(devctx_test::run_seed()));
+  std::printf("; seed %llu (set DEVCTX_TEST_SEED to replay)\n", static_cast<unsigned long long>(devctx_test::run_seed()));
   testing::UnitTest::GetInstance()->listeners().Append(new devctx_test::SeedPrinter);
   const int result = RUN_ALL_TESTS();
   // 77: ctest's SKIP_RETURN_CODE. The tests themselves were skipped (GTEST_SKIP) because no

@@ -5,8 +5,8 @@
 // Each behavioural test is written once as TEST_P(BackendTest, ...) (or a fixture derived from
 // BackendTest) and runs once per backend named in DEVCTX_TEST_BACKENDS (comma list of cpu,
 // cuda; default: every backend that was built). A backend with no device present skips its
-// tests (GTEST_SKIP), unless DEVCTX_REQUIRE_GPU is on (1, true, yes or on: the library's flag rule), which turns a missing CUDA device into a
-// failure.
+// tests (GTEST_SKIP), unless DEVCTX_REQUIRE_GPU is on (1, true, yes or on: the library's flag rule), which turns a
+// missing CUDA device into a failure.
 #pragma once
 
 #include <gmock/gmock.h>
@@ -135,11 +135,16 @@ std::vector<T> random_small_ints(std::mt19937_64& rng, std::size_t n, int lo, in
 /// 0xDEADBEEF-style patterns for integers, so that an element the kernel missed is visible.
 template <class T>
 T poison_value() {
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
-  else if constexpr (sizeof(T) == 1) return static_cast<T>(0xA5);
-  else if constexpr (sizeof(T) == 2) return static_cast<T>(0xBEEF);
-  else if constexpr (sizeof(T) == 4) return static_cast<T>(0xDEADBEEFu);
-  else return static_cast<T>(0xDEADBEEFDEADBEEFull);
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::quiet_NaN();
+  else if constexpr (sizeof(T) == 1)
+    return static_cast<T>(0xA5);
+  else if constexpr (sizeof(T) == 2)
+    return static_cast<T>(0xBEEF);
+  else if constexpr (sizeof(T) == 4)
+    return static_cast<T>(0xDEADBEEFu);
+  else
+    return static_cast<T>(0xDEADBEEFDEADBEEFull);
 }
 
 template <class T>
@@ -149,7 +154,8 @@ bool same_bits(const T& a, const T& b) {
 
 /// A 1-D launch covering n threads with blocks of `block`.
 inline devctx::LaunchConfig cover(std::size_t n, unsigned block = 256, std::size_t shared_bytes = 0) {
-  return {.grid_dim = unsigned(std::max<std::size_t>(1, (n + block - 1) / block)), .block_dim = block,
+  return {.grid_dim = unsigned(std::max<std::size_t>(1, (n + block - 1) / block)),
+          .block_dim = block,
           .shared_bytes = shared_bytes};
 }
 
@@ -239,6 +245,6 @@ std::optional<devctx::Error> error_of(F&& f) {
 }  // namespace devctx_test
 
 /// Instantiates a BackendTest-derived fixture for every requested backend.
-#define DEVCTX_INSTANTIATE_BACKEND_TESTS(Fixture)                                                  \
+#define DEVCTX_INSTANTIATE_BACKEND_TESTS(Fixture)                                                     \
   INSTANTIATE_TEST_SUITE_P(Backends, Fixture, testing::ValuesIn(::devctx_test::requested_backends()), \
                            ::devctx_test::backend_name)

@@ -18,19 +18,19 @@ namespace devctx_test {
 struct Expected {
   devctx::trace::Kind kind;
   std::string name;
-  int stream;               ///< 1: the context's stream, 2: the created stream
-  std::uint64_t bytes;      ///< 0 where the operation has no byte count
+  int stream;           ///< 1: the context's stream, 2: the created stream
+  std::uint64_t bytes;  ///< 0 where the operation has no byte count
   devctx::trace::Direction direction = devctx::trace::Direction::none;
   bool pageable = false;
-  bool host_memory = false; ///< allocations and frees: a HostBuffer's memory
+  bool host_memory = false;  ///< allocations and frees: a HostBuffer's memory
 };
 
 struct ProgramResult {
   std::vector<Expected> expected;
   std::size_t n = 0;
   unsigned grid = 0, block = 0;
-  bool values_ok = false;   ///< every element of every result checked against the host
-  std::string first_bad;    ///< the first wrong element, when not
+  bool values_ok = false;  ///< every element of every result checked against the host
+  std::string first_bad;   ///< the first wrong element, when not
 };
 
 /// Runs the program on `ctx` (recording must be on), synchronizes, and checks its results.

@@ -50,11 +50,16 @@ int main(int argc, char** argv) {
   const char* locale = nullptr;
   bool record = false;  // --record 1: devctx::trace::start() (records kept in memory, no file)
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atol(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--device") == 0) device = argv[i + 1];
-    else if (std::strcmp(argv[i], "--locale") == 0) locale = argv[i + 1];
-    else if (std::strcmp(argv[i], "--record") == 0) record = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--threads") == 0)
+      threads = std::atoi(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--rounds") == 0)
+      rounds = std::atol(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--device") == 0)
+      device = argv[i + 1];
+    else if (std::strcmp(argv[i], "--locale") == 0)
+      locale = argv[i + 1];
+    else if (std::strcmp(argv[i], "--record") == 0)
+      record = std::atoi(argv[i + 1]) != 0;
   }
   if (locale != nullptr && std::setlocale(LC_ALL, locale) == nullptr) {
     std::fprintf(stderr, "setlocale(LC_ALL, \"%s\") failed\n", locale);

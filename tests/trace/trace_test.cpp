@@ -91,8 +91,8 @@ TEST_P(Traced, KernelsAreNamedAsWrittenWithoutAnonymousNamespaces) {
   // Each compiler spells an anonymous namespace its own way (GCC "{anonymous}", Clang
   // "(anonymous namespace)", nvcc "_GLOBAL__N__<hash>_<file>"): left out, the name is the same
   // on every backend and in profilers.
-  EXPECT_THAT(scoped_kernel_names(ctx()),
-              testing::ElementsAre("trace_names::scoped_kernel", "top_scoped_kernel", "trace_names::templated_kernel<int>"));
+  EXPECT_THAT(scoped_kernel_names(ctx()), testing::ElementsAre("trace_names::scoped_kernel", "top_scoped_kernel",
+                                                               "trace_names::templated_kernel<int>"));
 }
 
 TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
@@ -110,13 +110,17 @@ TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
     EXPECT_EQ(op.stream, want.stream);
     EXPECT_EQ(op.bytes, want.bytes);
     EXPECT_EQ(op.direction, want.direction);
-    if (want.kind == Kind::copy) { EXPECT_EQ(op.pageable, want.pageable); }
+    if (want.kind == Kind::copy) {
+      EXPECT_EQ(op.pageable, want.pageable);
+    }
     EXPECT_EQ(op.host_memory, want.host_memory);  // allocations and frees: which memory
-    EXPECT_FALSE(op.staged);  // small copies: never staged
+    EXPECT_FALSE(op.staged);                      // small copies: never staged
     EXPECT_EQ(op.device, std::string(devctx::to_string(api())) + ":0 (" + ctx().name() + ")");
     EXPECT_EQ(op.host_thread, r.ops[0].host_thread);
     EXPECT_LE(op.host_begin_us, op.host_end_us);
-    if (i > 0) { EXPECT_LE(r.ops[i - 1].host_begin_us, op.host_begin_us); }
+    if (i > 0) {
+      EXPECT_LE(r.ops[i - 1].host_begin_us, op.host_begin_us);
+    }
     if (want.kind == Kind::kernel) {
       EXPECT_EQ(op.grid_dim.x, r.program.grid);
       EXPECT_EQ(op.block_dim.x, r.program.block);
@@ -125,7 +129,9 @@ TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
     }
     // Everything was synchronized: every device operation has its device time.
     ASSERT_EQ(op.device_begin_us.has_value(), has_device_time(want.kind));
-    if (op.device_begin_us) { EXPECT_LE(*op.device_begin_us, *op.device_end_us); }
+    if (op.device_begin_us) {
+      EXPECT_LE(*op.device_begin_us, *op.device_end_us);
+    }
   }
   // Device work of one stream runs in enqueue order; the wait orders affine_kernel (stream 2)
   // after add_kernel (stream 1). Event timestamps: 0.5 us resolution on a GPU (CUDA).
@@ -133,7 +139,9 @@ TEST_P(Traced, EveryOperationIsRecordedInOrderWithItsFields) {
   std::map<int, double> last_end;
   for (const auto& op : r.ops) {
     if (!op.device_begin_us) continue;
-    if (last_end.contains(op.stream)) { EXPECT_GE(*op.device_begin_us + slack, last_end[op.stream]) << op.name; }
+    if (last_end.contains(op.stream)) {
+      EXPECT_GE(*op.device_begin_us + slack, last_end[op.stream]) << op.name;
+    }
     last_end[op.stream] = *op.device_end_us;
   }
   auto find = [&](const char* name) {
@@ -162,13 +170,20 @@ TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
   std::set<std::uint64_t> flow_starts, flow_ends;
   for (const json& e : events) {
     const std::string ph = e.at("ph");
-    if (ph == "M" && e.at("name") == "process_name") process_names[e.at("pid")] = e.at("args").at("name");
-    else if (ph == "M" && e.at("name") == "thread_name") thread_names[{e.at("pid"), e.at("tid")}] = e.at("args").at("name");
-    else if (ph == "s") flow_starts.insert(e.at("id").get<std::uint64_t>());
-    else if (ph == "f") flow_ends.insert(e.at("id").get<std::uint64_t>());
-    else if ((ph == "X" || ph == "i") && e.at("pid") == 0) host.push_back(e);
-    else if (ph == "X") device.push_back(e);
-    else EXPECT_EQ(ph, "C") << e.dump();  // the device-memory counter
+    if (ph == "M" && e.at("name") == "process_name")
+      process_names[e.at("pid")] = e.at("args").at("name");
+    else if (ph == "M" && e.at("name") == "thread_name")
+      thread_names[{e.at("pid"), e.at("tid")}] = e.at("args").at("name");
+    else if (ph == "s")
+      flow_starts.insert(e.at("id").get<std::uint64_t>());
+    else if (ph == "f")
+      flow_ends.insert(e.at("id").get<std::uint64_t>());
+    else if ((ph == "X" || ph == "i") && e.at("pid") == 0)
+      host.push_back(e);
+    else if (ph == "X")
+      device.push_back(e);
+    else
+      EXPECT_EQ(ph, "C") << e.dump();  // the device-memory counter
   }
   EXPECT_EQ(process_names[0], "host");
   EXPECT_EQ(process_names[1], r.ops[0].device);
@@ -191,13 +206,15 @@ TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
     EXPECT_EQ(a.at("op"), i + 1);
     EXPECT_EQ(a.at("stream"), want.stream);
     EXPECT_EQ(a.at("device"), r.ops[0].device);
-    if (want.bytes > 0) EXPECT_EQ(a.at("bytes"), want.bytes);
-    else EXPECT_FALSE(a.contains("bytes"));
+    if (want.bytes > 0)
+      EXPECT_EQ(a.at("bytes"), want.bytes);
+    else
+      EXPECT_FALSE(a.contains("bytes"));
     if (want.kind == Kind::copy) {
       EXPECT_EQ(a.at("direction"), devctx::trace::to_string(want.direction));
       EXPECT_EQ(a.at("host_memory"), want.direction == Direction::device_to_device ? "none"
-                                     : want.pageable                             ? "pageable"
-                                                                                 : "pinned");
+                                     : want.pageable                               ? "pageable"
+                                                                                   : "pinned");
       EXPECT_EQ(a.at("path"), "direct");
     }
     if (want.kind == Kind::allocate || want.kind == Kind::free) {
@@ -206,7 +223,9 @@ TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
       EXPECT_FALSE(a.contains("memory"));
     }
     // A host wait spans the wait itself on the host track; it has no device event.
-    if (want.kind == Kind::synchronize) { EXPECT_GE(e.at("dur").get<double>(), 0.0); }
+    if (want.kind == Kind::synchronize) {
+      EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    }
     if (want.kind == Kind::kernel) {
       EXPECT_EQ(a.at("grid_dim"), json::array({r.program.grid, 1, 1}));
       EXPECT_EQ(a.at("block_dim"), json::array({r.program.block, 1, 1}));
@@ -231,7 +250,9 @@ TEST_P(Traced, TheTraceFileHoldsEveryEventOnItsTrack) {
     EXPECT_EQ(e.at("pid"), 1);
     EXPECT_EQ(e.at("tid"), want.stream);
     EXPECT_EQ(e.at("args").at("op"), device_ops[k] + 1);
-    if (want.bytes > 0) { EXPECT_EQ(e.at("args").at("bytes"), want.bytes); }
+    if (want.bytes > 0) {
+      EXPECT_EQ(e.at("args").at("bytes"), want.bytes);
+    }
     EXPECT_GE(e.at("dur").get<double>(), 0.0);
     EXPECT_TRUE(flow_starts.contains(device_ops[k] + 1));
     EXPECT_TRUE(flow_ends.contains(device_ops[k] + 1));
@@ -262,9 +283,8 @@ TEST_P(Traced, TheReportCountsExactlyWhatTheProgramMoved) {
   EXPECT_EQ(report.round_trips, 1u);  // uploads, then downloads: one round trip
   // Host waits: two synchronizes, Event::synchronize, elapsed_ms, synchronize_device.
   EXPECT_EQ(report.host_waits, 5u);
-  EXPECT_EQ(report.host_waits, std::uint64_t(std::count_if(r.ops.begin(), r.ops.end(), [](const auto& op) {
-              return op.kind == Kind::synchronize;
-            })));
+  EXPECT_EQ(report.host_waits, std::uint64_t(std::count_if(r.ops.begin(), r.ops.end(),
+                                                           [](const auto& op) { return op.kind == Kind::synchronize; })));
 
   // The time shares are those of the trace file's device events.
   const json doc = json::parse(devctx::trace::to_json(r.ops));
@@ -383,7 +403,9 @@ TEST_P(Traced, ExplicitAndImplicitFreesAreRecordedOnTheBuffersHomeStream) {
   released.free(released.owner);
   const auto released_host = h.release();
   released_host.free(released_host.owner);
-  { const auto gone = std::move(d2); }  // implicit: the last handle goes
+  {
+    const auto gone = std::move(d2);
+  }  // implicit: the last handle goes
   devctx::trace::stop();
   const auto ops = devctx::trace::operations();
   struct Want {
@@ -458,7 +480,8 @@ TEST_P(Traced, EachHostThreadAndStreamHasItsOwnTrack) {
 TEST_P(Traced, LargePageableCopiesSayWhetherTheyWereStaged) {
   // Above DEVCTX_CUDA_STAGING_THRESHOLD (8 MiB by default) the CUDA backend stages a pageable
   // copy through pinned chunks; the CPU backend never stages.
-  const std::size_t n = (std::size_t{9} << 20) / sizeof(std::uint32_t) + std::uniform_int_distribution<std::size_t>(0, 999)(rng);
+  const std::size_t n = (std::size_t{9} << 20) / sizeof(std::uint32_t) +
+                        std::uniform_int_distribution<std::size_t>(0, 999)(rng);
   std::vector<std::uint32_t> in(n), out(n, 0xDEADBEEFu);
   for (auto& x : in) x = std::uint32_t(rng());
   auto d = ctx().enqueue_create_buffer<std::uint32_t>(n);
@@ -492,7 +515,8 @@ TEST_P(Traced, LargeCopiesThroughSpansOverPageLockedMemoryAreNotStaged) {
   // A std::span is all devctx sees of a HostBuffer's data here, but CUDA knows the memory is
   // page-locked: a direct DMA, not the staging engine (55 against 41 GB/s on the H200). Both
   // directions, above the staging threshold, every element checked.
-  const std::size_t n = (std::size_t{9} << 20) / sizeof(std::uint32_t) + std::uniform_int_distribution<std::size_t>(0, 999)(rng);
+  const std::size_t n = (std::size_t{9} << 20) / sizeof(std::uint32_t) +
+                        std::uniform_int_distribution<std::size_t>(0, 999)(rng);
   auto pinned = ctx().enqueue_create_host_buffer<std::uint32_t>(n);
   auto d = poisoned_buffer<std::uint32_t>(ctx(), n);
   ctx().synchronize();
@@ -540,7 +564,9 @@ struct CommaLocale {
   CommaLocale(const CommaLocale&) = delete;
   CommaLocale& operator=(const CommaLocale&) = delete;
   CommaLocale(CommaLocale&& other) noexcept
-      : dir(std::exchange(other.dir, {})), locpath(std::move(other.locpath)), name(std::move(other.name)),
+      : dir(std::exchange(other.dir, {})),
+        locpath(std::move(other.locpath)),
+        name(std::move(other.name)),
         why_not(std::move(other.why_not)) {}
   ~CommaLocale() {  // the generated locale goes with the test program
     std::error_code ignored;
@@ -567,7 +593,7 @@ const CommaLocale& comma_locale() {
   return loc;
 }
 
-#define DEVCTX_NEED_COMMA_LOCALE()                                   \
+#define DEVCTX_NEED_COMMA_LOCALE() \
   if (comma_locale().locpath.empty()) GTEST_SKIP() << comma_locale().why_not
 
 /// While alive, the whole process runs under de_DE.UTF-8: C's locale (printf, strtod) and
@@ -733,8 +759,8 @@ void expect_complete_probe_trace(const std::string& path, const std::string& out
   // machine) can exceed.
   const auto late = doc.at("otherData").at("operations_without_device_time").get<long>();
   long device_work = 0, device_events = 0;
-  for (const auto& [file_kind, probe_name] : std::map<std::string, std::string>{
-           {"fill", "fills"}, {"kernel", "kernels"}, {"copy", "copies"}}) {
+  for (const auto& [file_kind, probe_name] :
+       std::map<std::string, std::string>{{"fill", "fills"}, {"kernel", "kernels"}, {"copy", "copies"}}) {
     EXPECT_EQ(host_kinds[file_kind], counts.at(probe_name)) << file_kind;
     EXPECT_LE(device_kinds[file_kind], counts.at(probe_name)) << file_kind;
     device_work += counts.at(probe_name);
@@ -803,8 +829,8 @@ TEST(TraceFile, RecordingMemoryStaysBoundedHoweverLongTheProgramRuns) {
   const auto counts = probe_counts(streamed.out);
   ASSERT_TRUE(counts.contains("rss_growth_kib")) << streamed.out;
   ASSERT_GE(counts.at("rss_growth_kib"), 0) << streamed.out;
-  EXPECT_LT(counts.at("rss_growth_kib"), 48 * 1024) << "the peak resident memory grew by "
-                                                    << counts.at("rss_growth_kib") << " KiB while streaming";
+  EXPECT_LT(counts.at("rss_growth_kib"), 48 * 1024)
+      << "the peak resident memory grew by " << counts.at("rss_growth_kib") << " KiB while streaming";
   // The same run keeping its records grows by more: the measure sees what it should.
   std::vector<std::string> kept_args = args;
   kept_args.insert(kept_args.end(), {"--record", "1"});
@@ -817,7 +843,7 @@ TEST(TraceFile, AWriteThatFailsIsReportedAndMakesTheExitStatusNonZero) {
   // Before: a trace that could not be written at exit was one line on stderr, exit status 0.
   // /dev/full opens, and every write to it fails with ENOSPC.
   const ProbeRun run = run_probe({"--threads", "2", "--rounds", "2000"}, {"DEVCTX_TRACE_FILE=/dev/full"});
-  EXPECT_EQ(run.status, 74) << run.out << run.err;  // EX_IOERR
+  EXPECT_EQ(run.status, 74) << run.out << run.err;          // EX_IOERR
   EXPECT_THAT(run.out, testing::HasSubstr("copies 4000"));  // the program itself ran to its end
   EXPECT_THAT(run.err, testing::HasSubstr("DEVCTX_TRACE_FILE: writing '/dev/full' failed (No space left on device)"));
   EXPECT_THAT(run.err, testing::HasSubstr("'/dev/full' is incomplete"));

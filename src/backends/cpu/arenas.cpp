@@ -28,8 +28,7 @@ constexpr std::size_t kGuardedArrays = 64;
 
 }  // namespace
 
-SharedArena::SharedArena(std::size_t limit)
-    : limit_(limit), memory_(cache_line_bytes(2 * stride(limit))) {}
+SharedArena::SharedArena(std::size_t limit) : limit_(limit), memory_(cache_line_bytes(2 * stride(limit))) {}
 
 SharedArena::~SharedArena() {
   if (guarded_ != nullptr) munmap(guarded_, guarded_bytes_);
@@ -123,8 +122,8 @@ PerThreadArena::PerThreadArena() : memory_(cache_line_bytes(kPerThreadBytes)) {}
 void* PerThreadArena::allocate(std::size_t bytes, std::size_t align) {
   const std::size_t offset = align_up(top_, std::max<std::size_t>(align, 64));
   if (offset + bytes > kPerThreadBytes)
-    fail(Errc::invalid_launch, "Block::per_thread values of one block need more than ",
-         bytes_text(kPerThreadBytes), " on the CPU backend");
+    fail(Errc::invalid_launch, "Block::per_thread values of one block need more than ", bytes_text(kPerThreadBytes),
+         " on the CPU backend");
   top_ = offset + bytes;
   return memory_.get() + offset;
 }

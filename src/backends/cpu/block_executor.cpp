@@ -105,9 +105,7 @@ void BlockExecutor::prepare_for_this_thread(std::size_t stack_bytes, std::size_t
 BlockExecutor& BlockExecutor::of_this_thread() noexcept { return *this_thread_executor_ptr; }
 
 BlockExecutor::BlockExecutor(std::size_t stack_bytes, std::size_t shared_limit)
-    : stacks_(stack_bytes),
-      shared_(shared_limit),
-      warp_slots_(cache_line_bytes(32 * 32 * kWarpSlotBytes)) {
+    : stacks_(stack_bytes), shared_(shared_limit), warp_slots_(cache_line_bytes(32 * 32 * kWarpSlotBytes)) {
   // kPrefetchAhead spare fibers: prefetch_ahead() may look past the last thread of a small ring.
   fiber_storage_.reset(new Fiber[kMaxBlockThreads + kPrefetchAhead]);
   bs_.fibers = fiber_storage_.get();
@@ -120,7 +118,8 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   bs_.n = std::uint32_t(config.block_dim.volume());
   bs_.last = bs_.n - 1;
   shared_.enter_launch(task.launch_id, config.shared_bytes, task.checked != nullptr);
-  if (task.checked != nullptr) [[unlikely]] enter_checked_launch(task);
+  if (task.checked != nullptr) [[unlikely]]
+    enter_checked_launch(task);
   tls.block_dim = config.block_dim;
   tls.grid_dim = config.grid_dim;
   tls.executor = this;
@@ -153,7 +152,8 @@ void BlockExecutor::enter_launch(const BlockTask& task) {
   tls.thread_idx = {0, 0, 0};
   per_thread_.next_block();
   shared_.next_block();
-  if (checking_ != nullptr) [[unlikely]] checking_->begin_block(block_idx_, shared_.base());
+  if (checking_ != nullptr) [[unlikely]]
+    checking_->begin_block(block_idx_, shared_.base());
 }
 
 RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin, std::uint64_t end,
@@ -309,10 +309,10 @@ void BlockExecutor::leave_after_guard_fault() noexcept {
     failed_ = true;
     try {
       const auto* address = reinterpret_cast<const void*>(guard_fault_);
-      std::string what =
-          allocation_fault_.data != nullptr
-              ? checking_->allocation_fault_text(address, allocation_fault_, fault_access_)
-              : checking_->guard_fault_text(address).value_or("out-of-bounds access past a shared array (devctx checking mode)");
+      std::string what = allocation_fault_.data != nullptr
+                             ? checking_->allocation_fault_text(address, allocation_fault_, fault_access_)
+                             : checking_->guard_fault_text(address).value_or(
+                                   "out-of-bounds access past a shared array (devctx checking mode)");
       failure_ = {Errc::check_failed, concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_),
                                              ", thread ", to_string(tls.thread_idx), ": ", std::move(what))};
     } catch (...) {
@@ -372,8 +372,8 @@ void BlockExecutor::record_check_exception() noexcept {
     try {
       throw;
     } catch (const Error& e) {  // a check::Report, or the checker's own failure
-      failure_ = {e.code(), concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_), ": ",
-                                   e.what())};
+      failure_ = {e.code(),
+                  concat("kernel '", task_->launch.name, "' failed in block ", to_string(block_idx_), ": ", e.what())};
     }
   } catch (...) {
     failure_ = {Errc::out_of_memory, {}};  // std::bad_alloc, or no memory for the message
@@ -403,7 +403,8 @@ bool BlockExecutor::check_block_twice() {
   per_thread_.next_block();
   const KernelLaunch& launch = task_->launch;
   if (launch.block_level) {
-    fiber_launch(&scheduler_sp_, stacks_.stack(0), &checked_block_level_entry, this);  // its phases ask checked_threads_reversed()
+    fiber_launch(&scheduler_sp_, stacks_.stack(0), &checked_block_level_entry,
+                 this);  // its phases ask checked_threads_reversed()
   } else {
     reversed_ = true;
     parked_from_ = bs_.n;  // every fiber starts afresh, thread n - 1 - j in fiber j

@@ -140,8 +140,7 @@ class BlockExecutor {
   }
   /// The same for a fault at `address` in a guard page of checked device memory (`hit`, from
   /// check/guarded_memory.hpp), by an access of kind `access`.
-  void note_allocation_guard_fault(std::uintptr_t address, const check::GuardedHit& hit,
-                                   check::Access access) noexcept {
+  void note_allocation_guard_fault(std::uintptr_t address, const check::GuardedHit& hit, check::Access access) noexcept {
     guard_fault_ = address;
     allocation_fault_ = hit;
     fault_access_ = access;
@@ -221,9 +220,9 @@ class BlockExecutor {
   bool cooperative_ = false;
   bool aborting_ = false;
   bool failed_ = false;
-  bool warp_synced_ = false;  // a warp operation completed in the current block
-  bool reversed_ = false;     // checking mode's second run of a block: fiber j runs thread n - 1 - j
-  std::uintptr_t guard_fault_ = 0;  // the address of the last guard-page fault (checking mode)
+  bool warp_synced_ = false;            // a warp operation completed in the current block
+  bool reversed_ = false;               // checking mode's second run of a block: fiber j runs thread n - 1 - j
+  std::uintptr_t guard_fault_ = 0;      // the address of the last guard-page fault (checking mode)
   check::GuardedHit allocation_fault_;  // its allocation, when it was one of device memory
   check::Access fault_access_ = check::Access::unknown;
   /// Fibers from this index on are parked at the end of the previous block (see thread_loop);

@@ -175,16 +175,19 @@ std::uint32_t BlockExecutor::running_thread_index() const { return running_threa
 [[gnu::always_inline]] inline FiberSp BlockExecutor::barrier_arrive(std::uint32_t& me, const SourceSite& site) {
   if (!bs_.fast) [[unlikely]] {
     if (tls.mode == Mode::block_level)
-      fail(Errc::kernel_failed, "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
-                                "already ends with a barrier, so call no barrier() of your own");
+      fail(Errc::kernel_failed,
+           "devctx::barrier() inside a block-level kernel: each for_each_thread phase "
+           "already ends with a barrier, so call no barrier() of your own");
     if (aborting_) throw BlockAbort{};
     go_cooperative("barrier()");
   }
   // Checking mode sees every arrival (enter_launch turns the assembly's fast path off); its
   // reports unwind the arriving thread like any exception from kernel code.
-  if (checking_ != nullptr) [[unlikely]] checking_->barrier_arrive(running_thread(), check::site_of(site));
+  if (checking_ != nullptr) [[unlikely]]
+    checking_->barrier_arrive(running_thread(), check::site_of(site));
   if (--bs_.remaining == 0) [[unlikely]] {  // the last thread to arrive releases the others and goes on
-    if (checking_ != nullptr) [[unlikely]] checking_->barrier_complete();
+    if (checking_ != nullptr) [[unlikely]]
+      checking_->barrier_complete();
     bs_.remaining = bs_.live;
     advance_gen(1);
     return nullptr;
@@ -235,7 +238,8 @@ void BlockExecutor::arrive_at_barrier(const SourceSite& site) {
   const FiberSp target = barrier_arrive(me, site);
   if (target == nullptr) return;
   fiber_switch(&fibers()[me].sp, target);
-  if (aborting_) [[unlikely]] throw BlockAbort{};
+  if (aborting_) [[unlikely]]
+    throw BlockAbort{};
 }
 
 void barrier(const SourceSite& site) {
@@ -288,13 +292,12 @@ void BlockExecutor::report_divergence(std::uint32_t me) {
   // between different warp operations). Fail the block and let every fiber unwind.
   if (!failed_) {
     failed_ = true;
-    failure_ = {Errc::kernel_failed,
-                concat("kernel '", task_->launch.name, "' deadlocked in block ", to_string(block_idx_),
-                       ": barrier divergence - ", bs_.live,
-                       " live thread(s) wait at different barriers or warp operations (thread ",
-                       to_string(fibers()[me].idx),
-                       " among them). Every thread of a block must reach the same barrier() and "
-                       "every lane of a warp the same warp operation.")};
+    failure_ = {Errc::kernel_failed, concat("kernel '", task_->launch.name, "' deadlocked in block ",
+                                            to_string(block_idx_), ": barrier divergence - ", bs_.live,
+                                            " live thread(s) wait at different barriers or warp operations (thread ",
+                                            to_string(fibers()[me].idx),
+                                            " among them). Every thread of a block must reach the same barrier() and "
+                                            "every lane of a warp the same warp operation.")};
   }
   start_aborting();
   // With aborting_ set every waiting fiber is runnable; resume one and unwind when resumed.
@@ -344,7 +347,8 @@ DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::park_thread() {
   fiber_resting(own, true);
   fiber_switch(&fibers()[me].sp, park_target(me));
   fiber_resting(own, false);
-  if (aborting_) [[unlikely]] throw BlockAbort{};  // resumed to unwind: its block failed
+  if (aborting_) [[unlikely]]
+    throw BlockAbort{};  // resumed to unwind: its block failed
 }
 
 extern "C" DEVCTX_FIBER_FIRST_FRAME void devctx_fiber_park(const void* executor) {
@@ -362,7 +366,8 @@ FiberSp BlockExecutor::leave_block(std::uint32_t me) {
   // Exited threads no longer count at barriers (as on CUDA): if every other live thread has
   // arrived, the barrier is complete.
   if (--bs_.remaining == 0 && bs_.live > 0) {
-    if (checking_ != nullptr && !aborting_) [[unlikely]] check_interval_end_quietly();
+    if (checking_ != nullptr && !aborting_) [[unlikely]]
+      check_interval_end_quietly();
     bs_.remaining = bs_.live;
     advance_gen(1);
   }
@@ -376,7 +381,8 @@ FiberSp BlockExecutor::leave_block(std::uint32_t me) {
 // ---- warp operations ----------------------------------------------------------------------------
 
 void BlockExecutor::warp_sync() {
-  if (checking_ != nullptr) [[unlikely]] checking_->thread_switch();  // the running thread switches away
+  if (checking_ != nullptr) [[unlikely]]
+    checking_->thread_switch();  // the running thread switches away
   const std::uint32_t me = running_thread();
   const std::uint32_t w = me / 32;
   warp_synced_ = true;
@@ -392,8 +398,9 @@ void BlockExecutor::warp_sync() {
 
 const std::byte* BlockExecutor::warp_publish(const void* value, std::size_t bytes) {
   if (tls.mode == Mode::block_level)
-    fail(Errc::kernel_failed, "a warp operation inside a block-level kernel's phase: the CPU runs a phase "
-                              "as a loop, so lanes cannot exchange values there; use a thread-level kernel");
+    fail(Errc::kernel_failed,
+         "a warp operation inside a block-level kernel's phase: the CPU runs a phase "
+         "as a loop, so lanes cannot exchange values there; use a thread-level kernel");
   if (!cooperative_) go_cooperative("a warp operation");
   if (aborting_) throw BlockAbort{};
   const std::uint32_t me = running_thread();

@@ -50,7 +50,7 @@ struct RendezvousGate final : Gate {
 struct Side {
   std::byte* send = nullptr;
   std::byte* recv = nullptr;
-  std::vector<std::byte> scratch;  // the result of an in-place call, until the "done" gate
+  std::vector<std::byte> scratch;            // the result of an in-place call, until the "done" gate
   check::ShadowRegistry* written = nullptr;  // the party's device's record of written memory
   std::atomic<bool> joined{false};
 };
@@ -59,12 +59,18 @@ struct Side {
 struct Rendezvous {
   Rendezvous(const CollectiveCall& first, std::size_t parties_, std::string what_, std::size_t element_bytes_,
              Clock::time_point deadline)
-      : kind(first.kind == CollectiveKind::recv ? CollectiveKind::send : first.kind), type(first.type), op(first.op),
-        root(first.root), count(first.kind == CollectiveKind::reduce_scatter || first.kind == CollectiveKind::recv
-                                    ? first.recv.count
-                                    : first.send.count),
-        parties(parties_), element_bytes(element_bytes_), what(std::move(what_)), sides(parties_),
-        arrived_gate(parties_, *this), done_gate(parties_, *this) {
+      : kind(first.kind == CollectiveKind::recv ? CollectiveKind::send : first.kind),
+        type(first.type),
+        op(first.op),
+        root(first.root),
+        count(first.kind == CollectiveKind::reduce_scatter || first.kind == CollectiveKind::recv ? first.recv.count
+                                                                                                 : first.send.count),
+        parties(parties_),
+        element_bytes(element_bytes_),
+        what(std::move(what_)),
+        sides(parties_),
+        arrived_gate(parties_, *this),
+        done_gate(parties_, *this) {
     arrived_gate.deadline = deadline;
   }
 
@@ -265,8 +271,9 @@ class CpuRank final : public CommImpl {
     const bool p2p = call.kind == CollectiveKind::send || call.kind == CollectiveKind::recv;
     const int from = call.kind == CollectiveKind::recv ? call.root : rank();
     const int to = call.kind == CollectiveKind::recv ? rank() : call.root;
-    std::uint64_t& counter = !p2p ? g.collectives[std::size_t(rank())]
-                             : call.kind == CollectiveKind::send ? g.sends[{from, to}] : g.receives[{from, to}];
+    std::uint64_t& counter = !p2p                                ? g.collectives[std::size_t(rank())]
+                             : call.kind == CollectiveKind::send ? g.sends[{from, to}]
+                                                                 : g.receives[{from, to}];
     const auto key = p2p ? std::make_tuple(1, from, to, counter) : std::make_tuple(0, 0, 0, counter);
     const std::size_t party = p2p ? (call.kind == CollectiveKind::send ? 0 : 1) : std::size_t(rank());
     const std::size_t parties = p2p ? 2 : std::size_t(size());
@@ -276,9 +283,9 @@ class CpuRank final : public CommImpl {
     auto found = g.open.find(key);
     std::shared_ptr<Rendezvous> rdv;
     if (found == g.open.end()) {
-      const std::string what =
-          p2p ? concat("Communicator send #", counter, " from rank ", from, " to rank ", to, " of ", g.label)
-              : concat("Communicator::", to_string(call.kind), " #", counter, " of ", g.label);
+      const std::string what = p2p ? concat("Communicator send #", counter, " from rank ", from, " to rank ", to,
+                                            " of ", g.label)
+                                   : concat("Communicator::", to_string(call.kind), " #", counter, " of ", g.label);
       rdv = std::make_shared<Rendezvous>(call, parties, what, element_bytes, Clock::now() + g.timeout);
       found = g.open.emplace(key, std::make_pair(rdv, std::size_t{0})).first;
     } else {
@@ -357,7 +364,9 @@ std::vector<std::shared_ptr<CommImpl>> create_cpu_group(QueueImpl* const* queues
   group->timeout = std::chrono::duration_cast<cpu::Clock::duration>(std::chrono::duration<double>(comm_timeout_seconds()));
   group->collectives.assign(count, 0);
   group->label = "the communicator of ";
-  for (std::size_t i = 0; i < count; ++i) group->label += concat(i == 0 ? "" : ", ", to_string(queues[i]->device().info().api), ':', queues[i]->device().info().id);
+  for (std::size_t i = 0; i < count; ++i)
+    group->label += concat(i == 0 ? "" : ", ", to_string(queues[i]->device().info().api), ':',
+                           queues[i]->device().info().id);
   std::vector<std::shared_ptr<CommImpl>> ranks;
   ranks.reserve(count);
   for (std::size_t i = 0; i < count; ++i)

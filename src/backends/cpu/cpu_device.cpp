@@ -9,7 +9,6 @@
 #include <fstream>
 #include <string>
 
-
 #include "backends/cpu/block_executor.hpp"
 #include "backends/cpu/cpu_queue.hpp"
 #include "backends/cpu/fiber.hpp"
@@ -216,7 +215,8 @@ CpuDevice::CpuDevice(int id, int count) : pool_(std::make_shared<Pool>()) {
       // the device does not exist, and neither do the workers it started.
       stop_workers();
       fail(Errc::out_of_memory, "CPU device: cannot start worker thread ", i + 1, " of ", workers, " (", e.what(),
-           "); the ", i, " already started were stopped. Set DEVCTX_CPU_THREADS to fewer workers or raise the "
+           "); the ", i,
+           " already started were stopped. Set DEVCTX_CPU_THREADS to fewer workers or raise the "
            "system's limits on threads and memory");
     }
   }
@@ -236,8 +236,10 @@ void CpuDevice::stop_workers() noexcept {
   const bool on_worker = std::find(pool_->ids.begin(), pool_->ids.end(), std::this_thread::get_id()) != pool_->ids.end();
   for (auto& t : pool_->threads) {
     if (!t.joinable()) continue;
-    if (on_worker) t.detach();
-    else t.join();
+    if (on_worker)
+      t.detach();
+    else
+      t.join();
   }
 }
 
@@ -269,8 +271,7 @@ void CpuDevice::synchronize_device() {
 bool CpuDevice::help(std::unique_lock<std::mutex>& lock, const CpuQueue* queue) noexcept {
   if (pool_->running >= pool_->capacity) return false;
   Op* op = pool_->first_active;
-  while (op != nullptr &&
-         (op->queue != queue || op->helped || op->next_part.load(std::memory_order_relaxed) >= op->parts))
+  while (op != nullptr && (op->queue != queue || op->helped || op->next_part.load(std::memory_order_relaxed) >= op->parts))
     op = op->next_active;
   if (op == nullptr || !op->can_run_here()) return false;
   op->helped = true;

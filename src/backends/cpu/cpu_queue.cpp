@@ -189,10 +189,9 @@ void CpuQueue::wait_until(std::unique_lock<std::mutex>& lock, std::uint64_t seq,
   const auto more = std::count_if(failures_.begin(), failures_.end(), covered);
   failures_.remove_if(covered);
   const BlockFailure& failure = reported.front().failure;
-  std::string message = failure.message.empty()
-                            ? concat("a kernel failed on ", device().label(),
-                                     ", and there was no memory left to describe the failure")
-                            : failure.message;
+  std::string message = failure.message.empty() ? concat("a kernel failed on ", device().label(),
+                                                         ", and there was no memory left to describe the failure")
+                                                : failure.message;
   if (more > 0) message += concat(" (and ", more, " later failure(s) on this stream)");
   throw Error(failure.code, message);
 }
@@ -265,9 +264,7 @@ void CpuQueue::launch(const KernelLaunch& launch) {
                                   device().info().max_shared_bytes_per_block, cpu().written(), checking()));
 }
 
-void CpuQueue::enqueue_host_task(std::function<void()> task) {
-  push(std::make_unique<HostTaskOp>(std::move(task)));
-}
+void CpuQueue::enqueue_host_task(std::function<void()> task) { push(std::make_unique<HostTaskOp>(std::move(task))); }
 
 void CpuQueue::synchronize() {
   std::unique_lock lock(cpu().pool().mutex, std::defer_lock);

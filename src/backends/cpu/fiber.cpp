@@ -23,8 +23,7 @@ constexpr std::size_t kMaxStagger = 63 * 64;
 
 }  // namespace
 
-StackPool::StackPool(std::size_t stack_bytes)
-    : page_(std::size_t(sysconf(_SC_PAGESIZE))), stack_bytes_(stack_bytes) {
+StackPool::StackPool(std::size_t stack_bytes) : page_(std::size_t(sysconf(_SC_PAGESIZE))), stack_bytes_(stack_bytes) {
   // The slot's room beyond the stack and its stagger is all guard: it costs address space only.
   const std::size_t slot = std::bit_ceil(stack_bytes + kMinGuardBytes + kMaxStagger);
   shift_ = unsigned(std::countr_zero(slot));

@@ -40,13 +40,13 @@
 #define DEVCTX_BTI_C ""
 #endif
 #if defined(__ARM_FEATURE_PAC_DEFAULT) && (__ARM_FEATURE_PAC_DEFAULT & 2)
-#define DEVCTX_PAC_SIGN "hint #27\n"   // pacibsp
-#define DEVCTX_PAC_AUTH "hint #31\n"   // autibsp
-#define DEVCTX_PAC_1716 "hint #10\n"   // pacib1716
+#define DEVCTX_PAC_SIGN "hint #27\n"  // pacibsp
+#define DEVCTX_PAC_AUTH "hint #31\n"  // autibsp
+#define DEVCTX_PAC_1716 "hint #10\n"  // pacib1716
 #elif defined(__ARM_FEATURE_PAC_DEFAULT) && (__ARM_FEATURE_PAC_DEFAULT & 1)
-#define DEVCTX_PAC_SIGN "hint #25\n"   // paciasp
-#define DEVCTX_PAC_AUTH "hint #29\n"   // autiasp
-#define DEVCTX_PAC_1716 "hint #8\n"    // pacia1716
+#define DEVCTX_PAC_SIGN "hint #25\n"  // paciasp
+#define DEVCTX_PAC_AUTH "hint #29\n"  // autiasp
+#define DEVCTX_PAC_1716 "hint #8\n"   // pacia1716
 #else
 #define DEVCTX_PAC_SIGN ""
 #define DEVCTX_PAC_AUTH ""
@@ -141,8 +141,8 @@ FiberSp raw_fiber_prepare(FiberStack stack, void (*entry)(void*), void* arg) noe
   void* const top = stack.top;
   auto* frame = reinterpret_cast<void**>(static_cast<char*>(top) - kFrameWords * sizeof(void*));
   for (std::size_t i = 0; i < kFrameWords; ++i) frame[i] = nullptr;  // x29 = 0 ends the frame chain
-  frame[10] = reinterpret_cast<void*>(entry);  // x19
-  frame[11] = arg;                             // x20
+  frame[10] = reinterpret_cast<void*>(entry);                        // x19
+  frame[11] = arg;                                                   // x20
   // x30, signed as devctx_save_frame would have signed it: with the stack pointer above the frame.
   register void* lr asm("x17") = reinterpret_cast<void*>(&devctx_fiber_start);
   register void* modifier asm("x16") = top;

@@ -128,7 +128,7 @@ void annotated_stack_released(FiberStack stack) noexcept;
 /// prepared on `own` (a TSan fiber costs an mmap and a memset of its state: made for each block
 /// of a barrier-free kernel, it took a launch of 65535 one-thread blocks 150 s).
 [[noreturn, gnu::always_inline]] DEVCTX_FIBER_FIRST_FRAME inline void fiber_finish([[maybe_unused]] FiberStack own,
-                                                                                FiberSp load) {
+                                                                                   FiberSp load) {
 #if DEVCTX_FIBER_ANNOTATED
   annotated_fiber_finish(own, load);
 #else

@@ -45,11 +45,7 @@ void mark_changed_elements(check::ShadowRegistry& registry, const LaunchSpan& sp
 
 KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::string& label, std::size_t stack_bytes,
                    std::size_t shared_limit, check::ShadowRegistry& registry, bool checked)
-    : name_(launch.name),
-      device_label_(&label),
-      stack_bytes_(stack_bytes),
-      shared_limit_(shared_limit),
-      failure_slot_(1) {
+    : name_(launch.name), device_label_(&label), stack_bytes_(stack_bytes), shared_limit_(shared_limit), failure_slot_(1) {
   std::byte* args = inline_args_;
   if (launch.args_size > sizeof inline_args_ || launch.args_align > alignof(decltype(inline_args_))) [[unlikely]] {
     const std::size_t align = std::max<std::size_t>(launch.args_align, 16);
@@ -219,13 +215,15 @@ std::string KernelOp::fission_reason() const {
 std::string KernelOp::execution_path() const {
   const KernelLaunch& launch = task_.launch;
   std::string path;
-  if (launch.block_level) path = "block-level: each for_each_thread phase ran as a loop over the block's threads";
+  if (launch.block_level)
+    path = "block-level: each for_each_thread phase ran as a loop over the block's threads";
   else if (translated_blocks_ > 0)
     path = concat("translated: the kernel's block-level twin ran ",
                   translated_blocks_ == blocks_ ? std::string("every block")
                                                 : concat(translated_blocks_.load(), " of ", blocks_, " blocks"),
                   " as loops over its threads (between barriers, if it has any)");
-  else if (cooperative_blocks_ == 0) path = "plain loop: no thread reached barrier() or a warp operation";
+  else if (cooperative_blocks_ == 0)
+    path = "plain loop: no thread reached barrier() or a warp operation";
   else
     path = concat("cooperative fibers for ", cooperative_blocks_.load(), " of ", blocks_, " blocks (", why_, ")",
                   plain_blocks_ > 0 ? concat("; plain loop for the other ", plain_blocks_.load()) : std::string(),
@@ -245,7 +243,8 @@ void CopyOp::run_part(std::size_t part) noexcept {
   const std::size_t begin = part * chunk_, end = std::min(bytes_, begin + chunk_);
   if (begin >= end) return;
   std::memmove(dst_ + begin, src_ + begin, end - begin);
-  if (!registry_.empty()) [[unlikely]] registry_.mark_written(dst_ + begin, end - begin);
+  if (!registry_.empty()) [[unlikely]]
+    registry_.mark_written(dst_ + begin, end - begin);
 }
 
 FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
@@ -276,7 +275,8 @@ void FillOp::run_part(std::size_t part) noexcept {
   } else {
     for (std::size_t i = 0; i < n; ++i) std::memcpy(out + i * element_bytes_, pattern_.data(), element_bytes_);
   }
-  if (!registry_.empty()) [[unlikely]] registry_.mark_written(out, n * element_bytes_);
+  if (!registry_.empty()) [[unlikely]]
+    registry_.mark_written(out, n * element_bytes_);
 }
 
 // ---- operations without parts -------------------------------------------------------------------
@@ -287,8 +287,10 @@ void MarkerOp::enqueued() noexcept { event->seq = seq; }
 
 void FreeOp::finish(std::list<QueuedFailure>&) noexcept {
   if (!registry.empty()) registry.remove(data);
-  if (guarded) check::guarded_free(data);
-  else std::free(data);
+  if (guarded)
+    check::guarded_free(data);
+  else
+    std::free(data);
 }
 
 }  // namespace devctx::detail::cpu

@@ -105,8 +105,8 @@ struct [[gnu::visibility("hidden")]] Op {
   // The pool's list of ops with unclaimed parts (Pool::activate), guarded by the pool lock.
   Op* prev_active = nullptr;
   Op* next_active = nullptr;
-  bool listed = false;  // on that list
-  bool helped = false;  // a host thread ran a part of it (CpuDevice::help); pool lock
+  bool listed = false;         // on that list
+  bool helped = false;         // a host thread ran a part of it (CpuDevice::help); pool lock
   Op* next_retired = nullptr;  // SharedState::first_retired's list
 };
 
@@ -145,7 +145,7 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   // allocates only its op), else in args_.
   alignas(16) std::byte inline_args_[128];
   std::unique_ptr<std::byte, FreeDeleter> args_;
-  std::string_view name_;  // KernelLaunch::name: static storage
+  std::string_view name_;            // KernelLaunch::name: static storage
   const std::string* device_label_;  // the device's label, named in failures and trace lines
   std::size_t stack_bytes_;
   std::size_t shared_limit_;
@@ -162,9 +162,9 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::atomic<std::uint64_t> cooperative_blocks_{0};
   std::atomic<std::uint64_t> plain_blocks_{0};
   std::atomic<std::uint64_t> translated_blocks_{0};  // run by the kernel's translated twin
-  std::atomic<const char*> declined_{nullptr};  // why the translator left the kernel on fibers
-  bool trace_ = false;  // DEVCTX_TRACE, read at enqueue
-  std::shared_ptr<trace::ExecutionNote> note_;  // the trace record's, while devctx::trace records
+  std::atomic<const char*> declined_{nullptr};       // why the translator left the kernel on fibers
+  bool trace_ = false;                               // DEVCTX_TRACE, read at enqueue
+  std::shared_ptr<trace::ExecutionNote> note_;       // the trace record's, while devctx::trace records
   Clock::time_point trace_start_;
   /// Checking mode's part, allocated only when there is one (docs/checking.md): a checked
   /// launch's task (task_.checked points to it), or the writable spans of an unchecked launch

@@ -41,8 +41,7 @@ CpuSettings read_settings() {
 
 int device_count() {
   if (const int chosen = chosen_devices.load()) return chosen;
-  return int(env_size("DEVCTX_CPU_DEVICES", 1, 1, kMaxCpuDevices, SizeUnit::count,
-                      "CPU devices the CPU is split into"));
+  return int(env_size("DEVCTX_CPU_DEVICES", 1, 1, kMaxCpuDevices, SizeUnit::count, "CPU devices the CPU is split into"));
 }
 
 void set_device_count(int count) {

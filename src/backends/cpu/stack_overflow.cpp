@@ -23,7 +23,7 @@
 namespace devctx::detail::cpu {
 namespace {
 
-struct sigaction g_previous {};  // SIGSEGV's action before devctx installed its own
+struct sigaction g_previous{};  // SIGSEGV's action before devctx installed its own
 
 /// Builds the report in a fixed buffer: the handler may not allocate or take locks.
 class SignalSafeText {
@@ -61,7 +61,7 @@ class SignalSafeText {
 };
 
 void restore_default() noexcept {
-  struct sigaction dfl {};
+  struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   sigaction(SIGSEGV, &dfl, nullptr);
@@ -107,9 +107,12 @@ bool report_guard(BlockExecutor& executor, [[maybe_unused]] const ThreadState& s
   if (!executor.checked_launch()) return false;
   SharedArena::GuardHit hit;
   check::GuardedHit allocation;
-  if (executor.shared_guard_hit(address, hit)) executor.note_shared_guard_fault(address);
-  else if (check::guarded_hit(address, allocation)) executor.note_allocation_guard_fault(address, allocation, access_of(context));
-  else return false;
+  if (executor.shared_guard_hit(address, hit))
+    executor.note_shared_guard_fault(address);
+  else if (check::guarded_hit(address, allocation))
+    executor.note_allocation_guard_fault(address, allocation, access_of(context));
+  else
+    return false;
 #if defined(__x86_64__)
   auto* uc = static_cast<ucontext_t*>(context);
   std::uintptr_t sp = (std::uintptr_t(uc->uc_mcontext.gregs[REG_RSP]) - 256) & ~std::uintptr_t{15};
@@ -135,8 +138,8 @@ bool report_guard(BlockExecutor& executor, [[maybe_unused]] const ThreadState& s
          << "', which has " << std::uint64_t{hit.count} << " elements (found at the guard page after it";
   else
     text << (allocation.before ? "before the start" : "past the end") << " of a device buffer of "
-         << std::uint64_t{allocation.bytes} << " bytes (found at the guard page " << (allocation.before ? "before" : "after")
-         << " it";
+         << std::uint64_t{allocation.bytes} << " bytes (found at the guard page "
+         << (allocation.before ? "before" : "after") << " it";
   text << "; the process ends here) (devctx checking mode)\n";
   text.write_to_stderr();
   restore_default();  // the access repeats and the default action ends the process
@@ -167,17 +170,18 @@ extern "C" void devctx_on_sigsegv(int signal, siginfo_t* info, void* context) {
   const ThreadState& st = tls;
   BlockExecutor* executor = st.executor;
   const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
-  if (executor != nullptr && (report_guard(*executor, st, address, context) || report_unchecked_guard(*executor, st, address)))
+  if (executor != nullptr &&
+      (report_guard(*executor, st, address, context) || report_unchecked_guard(*executor, st, address)))
     return;
   if (executor == nullptr || !executor->in_stack_guard(reinterpret_cast<std::uintptr_t>(info->si_addr))) {
     pass_on(signal, info, context);
     return;
   }
   SignalSafeText text;
-  text << "devctx: stack overflow in kernel '" << executor->kernel_name() << "', block " << st.block_idx
-       << ", thread " << st.thread_idx << ", on the CPU backend: the GPU thread needed more than its "
-       << std::uint64_t{executor->stack_bytes()} << " bytes of stack (DEVCTX_CPU_STACK_BYTES="
+  text << "devctx: stack overflow in kernel '" << executor->kernel_name() << "', block " << st.block_idx << ", thread "
+       << st.thread_idx << ", on the CPU backend: the GPU thread needed more than its "
        << std::uint64_t{executor->stack_bytes()}
+       << " bytes of stack (DEVCTX_CPU_STACK_BYTES=" << std::uint64_t{executor->stack_bytes()}
        << "). Raise DEVCTX_CPU_STACK_BYTES (at most 64 MiB), or keep large arrays in shared or device memory "
           "instead of local variables.\n";
   text.write_to_stderr();
@@ -185,7 +189,7 @@ extern "C" void devctx_on_sigsegv(int signal, siginfo_t* info, void* context) {
 }
 
 void install_handler() {
-  struct sigaction ours {};
+  struct sigaction ours{};
   ours.sa_sigaction = &devctx_on_sigsegv;
   ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&ours.sa_mask);

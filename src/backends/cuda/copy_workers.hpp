@@ -37,8 +37,8 @@ class CopyWorkers {
     std::size_t bytes_ = 0;
     std::size_t piece_bytes_ = 0;
     // Guarded by the pool's mutex.
-    std::size_t pieces_ = 0;   ///< pieces that will be copied (lowered by cancel())
-    std::size_t claimed_ = 0;  ///< pieces some thread has taken
+    std::size_t pieces_ = 0;             ///< pieces that will be copied (lowered by cancel())
+    std::size_t claimed_ = 0;            ///< pieces some thread has taken
     std::atomic<std::size_t> done_ = 0;  ///< pieces copied (changed under the mutex; read without it while spinning)
     std::condition_variable finished_;
   };

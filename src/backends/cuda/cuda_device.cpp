@@ -198,8 +198,8 @@ void CudaDevice::check_kernel_limits(const KernelLaunch& launch) {
   const std::size_t limit = info_.max_shared_bytes_per_block;
   if (k.static_shared + c.shared_bytes > limit)
     fail(Errc::invalid_launch, where(), "shared_bytes ", bytes_text(c.shared_bytes), " plus the kernel's ",
-         bytes_text(k.static_shared), " of static shared memory (DEVCTX_SHARED) exceed the device's shared memory per block, ",
-         bytes_text(limit));
+         bytes_text(k.static_shared),
+         " of static shared memory (DEVCTX_SHARED) exceed the device's shared memory per block, ", bytes_text(limit));
   if (c.shared_bytes > k.dynamic_limit) {
     // Above the default 48 KiB a kernel must opt in; raise its limit once to the most it can have.
     const std::lock_guard lock(kernels_mutex_);
@@ -247,8 +247,10 @@ void CudaDevice::reap_host_frees(bool wait) noexcept {
     std::erase_if(pending_host_frees_, [&](const auto& entry) {
       const cudaError_t s = wait ? cudaEventSynchronize(entry.second) : cudaEventQuery(entry.second);
       if (s == cudaErrorNotReady) return false;
-      if (s == cudaSuccess) done.push_back(entry);  // on failure the memory may still be in use: leak it
-      else ignore(s);
+      if (s == cudaSuccess)
+        done.push_back(entry);  // on failure the memory may still be in use: leak it
+      else
+        ignore(s);
       return true;
     });
   }

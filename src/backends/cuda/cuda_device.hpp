@@ -26,10 +26,10 @@ namespace devctx::detail::cuda {
 class StagingEngine;
 
 struct KernelInfo {
-  unsigned max_threads = 0;         ///< for its register use
+  unsigned max_threads = 0;  ///< for its register use
   unsigned registers = 0;
   std::size_t static_shared = 0;
-  std::size_t dynamic_limit = 0;    ///< cudaFuncAttributeMaxDynamicSharedMemorySize, as set now
+  std::size_t dynamic_limit = 0;  ///< cudaFuncAttributeMaxDynamicSharedMemorySize, as set now
 };
 
 class CudaDevice final : public DeviceImpl {
@@ -95,7 +95,8 @@ class CudaDevice final : public DeviceImpl {
 
   /// Throws Error(context_lost) when an earlier fault poisoned this device's context.
   void check_alive(std::string_view operation) const {
-    if (health_.lost.load(std::memory_order_acquire)) [[unlikely]] throw_lost(*this, operation);
+    if (health_.lost.load(std::memory_order_acquire)) [[unlikely]]
+      throw_lost(*this, operation);
   }
   [[nodiscard]] bool lost() const noexcept { return health_.lost.load(std::memory_order_acquire); }
 

@@ -40,10 +40,8 @@ bool is_sticky(cudaError_t status) noexcept {
     case cudaErrorECCUncorrectable:
     case cudaErrorTensorMemoryLeak:
     case cudaErrorExternalDevice:
-    case cudaErrorContextIsDestroyed:
-      return true;
-    default:
-      return false;
+    case cudaErrorContextIsDestroyed: return true;
+    default: return false;
   }
 }
 
@@ -63,8 +61,8 @@ void throw_lost(const CudaDevice& device, std::string_view operation) {
     const std::lock_guard lock(health.mutex);
     cause = health.cause;
   }
-  fail(Errc::context_lost, "the CUDA context of cuda:", device.id(), " (", device.info().name, ") is lost after ", cause,
-       ": ", operation, " cannot run; the process must restart to use this GPU again");
+  fail(Errc::context_lost, "the CUDA context of cuda:", device.id(), " (", device.info().name, ") is lost after ",
+       cause, ": ", operation, " cannot run; the process must restart to use this GPU again");
 }
 
 void raise(const CudaDevice& device, const CudaCall& call, std::string_view operation, const std::string& kernels) {
@@ -77,7 +75,8 @@ void raise(const CudaDevice& device, const CudaCall& call, std::string_view oper
       const std::lock_guard lock(health.mutex);
       if (!health.lost.load(std::memory_order_relaxed)) {
         first = true;
-        health.cause = concat(describe(status), kernels.empty() ? std::string(" in a kernel enqueued earlier") : " in " + kernels);
+        health.cause = concat(describe(status),
+                              kernels.empty() ? std::string(" in a kernel enqueued earlier") : " in " + kernels);
         health.lost.store(true, std::memory_order_release);
       }
     }
@@ -91,7 +90,10 @@ void raise(const CudaDevice& device, const CudaCall& call, std::string_view oper
   Errc code = Errc::backend_error;
   std::string hint;
   switch (status) {
-    case cudaErrorMemoryAllocation: code = Errc::out_of_memory; hint = concat("; ", device.memory_text()); break;
+    case cudaErrorMemoryAllocation:
+      code = Errc::out_of_memory;
+      hint = concat("; ", device.memory_text());
+      break;
     case cudaErrorInvalidConfiguration:
     case cudaErrorLaunchOutOfResources:
     case cudaErrorCooperativeLaunchTooLarge: code = Errc::invalid_launch; break;
@@ -101,8 +103,9 @@ void raise(const CudaDevice& device, const CudaCall& call, std::string_view oper
     case cudaErrorUnsupportedPtxVersion:
       code = Errc::not_available;
       hint = concat("; the kernel has no code for this GPU (compute capability ", info.compute_capability_major, '.',
-                    info.compute_capability_minor, "): build with -DCMAKE_CUDA_ARCHITECTURES=",
-                    info.compute_capability_major, info.compute_capability_minor, " (or \"native\")");
+                    info.compute_capability_minor,
+                    "): build with -DCMAKE_CUDA_ARCHITECTURES=", info.compute_capability_major,
+                    info.compute_capability_minor, " (or \"native\")");
       break;
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:

@@ -55,7 +55,8 @@ inline void ignore(cudaError_t status) noexcept {
 /// For a call whose failure is an answer rather than an error (a query, an optional feature):
 /// whether it succeeded. A failure is cleared as by ignore().
 [[nodiscard]] inline bool succeeded(cudaError_t status) noexcept {
-  if (status == cudaSuccess) [[likely]] return true;
+  if (status == cudaSuccess) [[likely]]
+    return true;
   ignore(status);
   return false;
 }
@@ -87,9 +88,12 @@ struct ContextHealth {
 /// called only on failure so that building a detailed text costs nothing on the fast path.
 template <class Reporter, class Operation>
 void check(const CudaCall& call, Reporter& reporter, const Operation& operation) {
-  if (call.ok()) [[likely]] return;
-  if constexpr (std::is_invocable_v<const Operation&>) raise(reporter, call, operation());
-  else raise(reporter, call, std::string_view(operation));
+  if (call.ok()) [[likely]]
+    return;
+  if constexpr (std::is_invocable_v<const Operation&>)
+    raise(reporter, call, operation());
+  else
+    raise(reporter, call, std::string_view(operation));
 }
 
 }  // namespace devctx::detail::cuda

@@ -75,8 +75,7 @@ void CudaDevice::check_device_memory(const void* data, std::size_t bytes, std::s
         fail(Errc::wrong_device, where(), "is memory of CUDA device ", a.device,
              "; use it with a context on that device, or copy it through host memory");
       break;
-    case cudaMemoryTypeManaged:
-      break;  // reachable from every device
+    case cudaMemoryTypeManaged: break;  // reachable from every device
   }
   // The whole range must lie in the one allocation the pointer falls in.
   if (const auto get = pointer_attribute_function()) {

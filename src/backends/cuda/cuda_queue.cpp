@@ -26,7 +26,6 @@
 #include <utility>
 #include <vector>
 
-
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_error.hpp"
 #include "backends/cuda/fill_kernel.hpp"
@@ -113,8 +112,7 @@ class CudaQueue final : public QueueImpl {
 /// surfaced then, naming the kernels enqueued since the queue's last successful synchronize.
 [[noreturn]] void raise(CudaQueue& queue, const CudaCall& call, std::string_view operation) {
   std::string kernels = queue.recent_kernels();
-  if (is_sticky(call.status) && kernels.empty())
-    kernels = "a kernel enqueued on another stream of this device";
+  if (is_sticky(call.status) && kernels.empty()) kernels = "a kernel enqueued on another stream of this device";
   raise(queue.cuda(), call, operation, kernels);
 }
 
@@ -155,7 +153,8 @@ class CudaEvent final : public EventImpl {
   cudaEvent_t event_;
 };
 
-CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device, int priority) : QueueImpl(*device), device_(std::move(device)) {
+CudaQueue::CudaQueue(std::shared_ptr<CudaDevice> device, int priority)
+    : QueueImpl(*device), device_(std::move(device)) {
   device_->check_alive("create_stream");
   device_->make_current();
   check(DEVCTX_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority)), *device_, "create_stream");
@@ -223,8 +222,7 @@ void CudaQueue::free(void* data, std::size_t /*bytes*/, MemKind kind) noexcept {
   ignore(cudaFreeAsync(data, stream_));
 }
 
-void CudaQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device,
-                          std::size_t bytes) {
+void CudaQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, DeviceImpl& src_device, std::size_t bytes) {
   device_->check_alive("enqueue_copy");
   // Core checked that both are GPUs, one of them this queue's.
   auto& other = static_cast<CudaDevice&>(&dst_device == device_.get() ? src_device : dst_device);
@@ -234,8 +232,8 @@ void CudaQueue::copy_peer(void* dst, DeviceImpl& dst_device, const void* src, De
   const auto operation = [&] {
     return concat("enqueue_copy (", bytes_text(bytes), " from ", src_device.label(), " to ", dst_device.label(), ')');
   };
-  check(DEVCTX_CUDA(cudaMemcpyPeerAsync(dst, dst_device.info().id, src, src_device.info().id, bytes, stream_)), *device_,
-        operation);
+  check(DEVCTX_CUDA(cudaMemcpyPeerAsync(dst, dst_device.info().id, src, src_device.info().id, bytes, stream_)),
+        *device_, operation);
 }
 
 void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_kind, std::size_t bytes) {
@@ -262,7 +260,8 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
     if (!registered.owns_lock() && !capturing() && device_->stage_host_memory(upload ? src : dst, bytes)) {
       if (StagingEngine* engine = device_->staging()) {
         trace::note_staged_copy();
-        const CudaCall call = upload ? engine->upload(dst, src, bytes, stream_) : engine->download(dst, src, bytes, stream_);
+        const CudaCall call = upload ? engine->upload(dst, src, bytes, stream_)
+                                     : engine->download(dst, src, bytes, stream_);
         if (!call.ok()) [[unlikely]] {
           // A sticky error is the fault of earlier work on the stream, not of this copy.
           if (is_sticky(call.status)) raise(*this, call, operation());
@@ -280,8 +279,8 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
   } else {
     std::size_t offset = 0;
     for (const std::size_t length : pieces.lengths) {
-      check(DEVCTX_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst) + offset, static_cast<const std::byte*>(src) + offset,
-                                        length, cudaMemcpyDefault, stream_)),
+      check(DEVCTX_CUDA(cudaMemcpyAsync(static_cast<std::byte*>(dst) + offset,
+                                        static_cast<const std::byte*>(src) + offset, length, cudaMemcpyDefault, stream_)),
             *device_, operation);
       offset += length;
     }
@@ -293,8 +292,11 @@ void CudaQueue::copy(void* dst, MemKind dst_kind, const void* src, MemKind src_k
 void CudaQueue::wait_for_host_event(const std::shared_ptr<EventImpl>& event) {
   // A graph would replay the host function long after this event: refuse, as for staging.
   if (capturing())
-    fail(Errc::invalid_argument, "enqueue_wait_for on ", device_->label(), ": the stream is being recorded into a "
-         "graph, which cannot wait for an event of ", event->device().label(), " (a CPU device); wait for it before "
+    fail(Errc::invalid_argument, "enqueue_wait_for on ", device_->label(),
+         ": the stream is being recorded into a "
+         "graph, which cannot wait for an event of ",
+         event->device().label(),
+         " (a CPU device); wait for it before "
          "recording, or record on a CPU stream");
   // The GPU stream stops at this host task until the CPU device has reached the event. A
   // failure of the CPU stream is reported there (at its synchronize), not here: the GPU goes on.
@@ -311,7 +313,8 @@ void CudaQueue::enqueue_host_task(std::function<void()> task) {
   device_->check_alive("enqueue_host_task");
   // A graph would run the function at each replay, long after this queue let go of it.
   if (capturing())
-    fail(Errc::invalid_argument, "enqueue_host_task on ", device_->label(), ": the stream is being captured into a "
+    fail(Errc::invalid_argument, "enqueue_host_task on ", device_->label(),
+         ": the stream is being captured into a "
          "CUDA graph; enqueue the task before or after the capture (or record a devctx::Graph, which keeps it)");
   forget_host_tasks();
   auto entry = std::make_unique<HostTask>();
@@ -353,9 +356,8 @@ void CudaQueue::enqueue_host_task(std::function<void()> task) {
 
 void CudaQueue::forget_host_tasks() noexcept {
   const std::lock_guard lock(host_tasks_mutex_);
-  std::erase_if(host_tasks_, [](const std::unique_ptr<HostTask>& t) {
-    return t->done.load(std::memory_order_acquire) && !t->failed;
-  });
+  std::erase_if(host_tasks_,
+                [](const std::unique_ptr<HostTask>& t) { return t->done.load(std::memory_order_acquire) && !t->failed; });
 }
 
 void CudaQueue::report_host_tasks() {
@@ -415,7 +417,8 @@ void CudaQueue::fill(void* dst, MemKind kind, std::size_t count, const void* val
   }
   const unsigned threads = 256;
   const std::uint64_t wanted = (units + threads - 1) / threads;
-  const unsigned blocks = unsigned(std::clamp<std::uint64_t>(wanted, 1, std::uint64_t(device_->info().multiprocessors) * 16));
+  const unsigned blocks = unsigned(
+      std::clamp<std::uint64_t>(wanted, 1, std::uint64_t(device_->info().multiprocessors) * 16));
   void* args[] = {&p};
   check(DEVCTX_CUDA(cudaLaunchKernel(fill_kernel(), dim3(blocks), dim3(threads), args, 0, stream_)), *device_, operation);
 }
@@ -441,8 +444,9 @@ void CudaQueue::launch(const KernelLaunch& launch) {
   if (!call.ok()) [[unlikely]] {
     // A sticky error here is the fault of earlier work, not of this launch.
     if (is_sticky(call.status)) raise(*this, call, launch_operation(launch.name));
-    raise(*device_, call, concat(launch_operation(launch.name), " with grid_dim ", to_string(g), ", block_dim ",
-                                 to_string(b), ", shared_bytes ", launch.config.shared_bytes));
+    raise(*device_, call,
+          concat(launch_operation(launch.name), " with grid_dim ", to_string(g), ", block_dim ", to_string(b),
+                 ", shared_bytes ", launch.config.shared_bytes));
   }
   const std::lock_guard lock(names_mutex_);
   recent_[launched_ % kRecentKernels] = launch.name;
@@ -454,8 +458,8 @@ std::string CudaQueue::recent_kernels() {
   if (launched_ == 0) return {};
   if (launched_ == 1) return concat("kernel '", recent_[0], "'");
   const std::size_t shown = std::min(launched_, kRecentKernels);
-  std::string kernels = concat("one of the ", launched_, " kernels enqueued on this stream since its last synchronize (the last ",
-                               shown, ": ");
+  std::string kernels = concat("one of the ", launched_,
+                               " kernels enqueued on this stream since its last synchronize (the last ", shown, ": ");
   for (std::size_t i = launched_ - shown; i < launched_; ++i)
     kernels += concat(i == launched_ - shown ? "" : ", ", '\'', recent_[i % kRecentKernels], '\'');
   kernels += ", most recent last)";

@@ -20,7 +20,9 @@ namespace devctx::detail::cuda {
 
 void CudaDevice::pin_host_memory(const void* data, std::size_t bytes) {
   const char* operation = "register_host_memory";
-  const auto where = [&] { return concat(operation, " on ", label(), ": the range at ", data, " (", bytes_text(bytes), ") "); };
+  const auto where = [&] {
+    return concat(operation, " on ", label(), ": the range at ", data, " (", bytes_text(bytes), ") ");
+  };
   check_alive(operation);
   make_current();
   // What the memory already is, for a clear refusal; ordinary memory is "unregistered".
@@ -36,14 +38,13 @@ void CudaDevice::pin_host_memory(const void* data, std::size_t bytes) {
   }
   const CudaCall call = DEVCTX_CUDA(cudaHostRegister(const_cast<void*>(data), bytes, cudaHostRegisterPortable));
   switch (call.status) {
-    case cudaSuccess:
-      return;
+    case cudaSuccess: return;
     case cudaErrorHostMemoryAlreadyRegistered:
       ignore(call.status);
       fail(Errc::invalid_argument, where(),
            "shares memory pages with host memory that is already page-locked (registered by other code, on another "
-           "device, or next to it on this one: page-locking works on whole pages of ", sysconf(_SC_PAGESIZE),
-           " bytes, so two registrations must not share a page)");
+           "device, or next to it on this one: page-locking works on whole pages of ",
+           sysconf(_SC_PAGESIZE), " bytes, so two registrations must not share a page)");
     case cudaErrorMemoryAllocation:
       ignore(call.status);
       fail(Errc::out_of_memory, where(), "could not be page-locked: ", host_memory_text(),
@@ -55,8 +56,7 @@ void CudaDevice::pin_host_memory(const void* data, std::size_t bytes) {
     case cudaErrorNotSupported:
       ignore(call.status);
       fail(Errc::not_available, where(), "cannot be page-locked on this system (", describe(call.status), ')');
-    default:
-      check(call, *this, operation);
+    default: check(call, *this, operation);
   }
 }
 

@@ -68,7 +68,8 @@ std::string nccl_text(ncclResult_t result, ncclComm_t comm) {
 }
 
 void check_nccl(ncclResult_t result, ncclComm_t comm, const std::string& what) {
-  if (result == ncclSuccess) [[likely]] return;
+  if (result == ncclSuccess) [[likely]]
+    return;
   const Errc code = result == ncclInvalidArgument || result == ncclInvalidUsage ? Errc::invalid_argument
                                                                                 : Errc::backend_error;
   fail(code, what, " failed: ", nccl_text(result, comm));
@@ -80,7 +81,7 @@ cuda::CudaDevice& gpu_of(QueueImpl& queue) { return static_cast<cuda::CudaDevice
 struct Part {
   CollectiveCall call;
   cudaStream_t stream = nullptr;
-  std::uint64_t number = 0;  ///< this rank's call count, for messages
+  std::uint64_t number = 0;       ///< this rank's call count, for messages
   cuda::RankGate::Ticket ticket;  ///< its place in its stream (deferred groups)
 };
 
@@ -91,9 +92,12 @@ ncclResult_t launch(const CollectiveCall& c, ncclComm_t comm, cudaStream_t strea
   const ncclDataType_t type = nccl_type(c.type);
   const ncclRedOp_t op = nccl_op(c.op);
   switch (c.kind) {
-    case CollectiveKind::all_reduce: return ncclAllReduce(c.send.data, c.recv.data, c.send.count, type, op, comm, stream);
-    case CollectiveKind::broadcast: return ncclBroadcast(c.recv.data, c.recv.data, c.recv.count, type, c.root, comm, stream);
-    case CollectiveKind::reduce: return ncclReduce(c.send.data, c.recv.data, c.send.count, type, op, c.root, comm, stream);
+    case CollectiveKind::all_reduce:
+      return ncclAllReduce(c.send.data, c.recv.data, c.send.count, type, op, comm, stream);
+    case CollectiveKind::broadcast:
+      return ncclBroadcast(c.recv.data, c.recv.data, c.recv.count, type, c.root, comm, stream);
+    case CollectiveKind::reduce:
+      return ncclReduce(c.send.data, c.recv.data, c.send.count, type, op, c.root, comm, stream);
     case CollectiveKind::all_gather: return ncclAllGather(c.send.data, c.recv.data, c.send.count, type, comm, stream);
     case CollectiveKind::reduce_scatter:
       return ncclReduceScatter(c.send.data, c.recv.data, c.recv.count, type, op, comm, stream);
@@ -166,7 +170,8 @@ class Group {
     check_async(local, name);
     if (gates_.empty()) {
       const ncclResult_t result = launch(part.call, comms_[local], part.stream);
-      if (result != ncclSuccess) [[unlikely]] check_nccl(result, comms_[local], name());
+      if (result != ncclSuccess) [[unlikely]]
+        check_nccl(result, comms_[local], name());
       return;
     }
     const std::string what = name();
@@ -195,8 +200,10 @@ class Group {
       }
       throw;
     }
-    if (still_waiting()) gates_[local]->hold(part.stream, mine.back().ticket);
-    else if (entry.ticket.ready != nullptr) gates_[local]->hold(part.stream, entry.ticket);
+    if (still_waiting())
+      gates_[local]->hold(part.stream, mine.back().ticket);
+    else if (entry.ticket.ready != nullptr)
+      gates_[local]->hold(part.stream, entry.ticket);
   }
 
   /// ncclCommGetAsyncError of rank `local`: an error NCCL found in work already enqueued.
@@ -204,9 +211,11 @@ class Group {
   void check_async(std::size_t local, const What& what) {
     ncclResult_t async = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comms_[local], &async);
-    if (queried != ncclSuccess) [[unlikely]] check_nccl(queried, comms_[local], what() + ": ncclCommGetAsyncError");
+    if (queried != ncclSuccess) [[unlikely]]
+      check_nccl(queried, comms_[local], what() + ": ncclCommGetAsyncError");
     if (async != ncclSuccess) [[unlikely]]
-      fail(Errc::backend_error, what(), ": NCCL failed in earlier work of this communicator: ", nccl_text(async, comms_[local]),
+      fail(Errc::backend_error, what(),
+           ": NCCL failed in earlier work of this communicator: ", nccl_text(async, comms_[local]),
            "; the communicator cannot be used further");
   }
 
@@ -240,7 +249,8 @@ class Group {
         continue;
       }
       // The leading sends and receives of each rank, and whether they pair up among themselves.
-      std::vector<std::vector<std::vector<const CollectiveCall*>>> sends(n, std::vector<std::vector<const CollectiveCall*>>(n));
+      std::vector<std::vector<std::vector<const CollectiveCall*>>> sends(
+          n, std::vector<std::vector<const CollectiveCall*>>(n));
       auto recvs = sends;
       std::vector<std::size_t> lead(n, 0);
       bool any = false;
@@ -313,10 +323,10 @@ class Group {
   std::mutex mutex_;
   std::vector<ncclComm_t> comms_;
   std::vector<cuda::CudaDevice*> devices_;
-  std::vector<std::vector<Part>> pending_;  ///< per local rank, in call order
+  std::vector<std::vector<Part>> pending_;              ///< per local rank, in call order
   std::vector<std::unique_ptr<cuda::RankGate>> gates_;  ///< per local rank when deferred, else none
   bool always_gate_ = false;
-  std::string broken_;                      ///< why a mismatch ended the group
+  std::string broken_;  ///< why a mismatch ended the group
 };
 
 class NcclRank final : public CommImpl {
@@ -326,7 +336,8 @@ class NcclRank final : public CommImpl {
 
   void enqueue(QueueImpl& queue, const CollectiveCall& call, std::size_t /*element_bytes*/) override {
     cuda::CudaDevice& gpu = gpu_of(queue);
-    if (gpu.lost()) [[unlikely]] gpu.check_alive(concat("Communicator::", to_string(call.kind)));
+    if (gpu.lost()) [[unlikely]]
+      gpu.check_alive(concat("Communicator::", to_string(call.kind)));
     Part part;
     part.call = call;
     part.stream = static_cast<cudaStream_t>(queue.native_handle());

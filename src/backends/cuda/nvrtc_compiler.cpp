@@ -51,7 +51,7 @@ void load_symbol(void* handle, const char* name, F& out, const std::string& path
 /// exists, else the soname through the loader's search path (LD_LIBRARY_PATH, a pip wheel's).
 std::string nvrtc_path() {
   if (std::string p = setting_text("DEVCTX_NVRTC"); !p.empty()) return p;
-  struct stat st {};
+  struct stat st{};
   if (std::string(DEVCTX_RT_NVRTC_LIBRARY).size() > 0 && ::stat(DEVCTX_RT_NVRTC_LIBRARY, &st) == 0)
     return DEVCTX_RT_NVRTC_LIBRARY;
   return DEVCTX_RT_NVRTC_SONAME;
@@ -105,7 +105,7 @@ std::string nvrtc_identity() {
   const NvrtcApi& api = nvrtc();
   std::string id = "nvrtc " + std::to_string(api.major) + "." + std::to_string(api.minor) + "\n" + api.path;
   Dl_info info{};
-  struct stat st {};
+  struct stat st{};
   if (::dladdr(reinterpret_cast<void*>(api.compile), &info) != 0 && info.dli_fname != nullptr &&
       ::stat(info.dli_fname, &st) == 0)
     id += std::string("\n") + info.dli_fname + ' ' + std::to_string(st.st_size) + ' ' +

@@ -31,7 +31,8 @@ class NvtxRange {
  public:
   template <class Name>
   explicit NvtxRange(Name&& name) noexcept {
-    if (nvtx_on()) [[unlikely]] active_ = push(std::forward<Name>(name));
+    if (nvtx_on()) [[unlikely]]
+      active_ = push(std::forward<Name>(name));
   }
   ~NvtxRange() {
     if (active_) nvtx_pop();

@@ -15,8 +15,8 @@ namespace devctx::detail {
 std::string load_cuda_module(RuntimeFunction& f, DeviceImpl& device, const std::string& cubin) {
   auto check = [&](cudaError_t e, const char* call) {
     if (e != cudaSuccess)
-      fail(Errc::backend_error, "compile_function(\"", f.name, "\") on ", device.label(), ": ", call, " failed: ",
-           cudaGetErrorString(e));
+      fail(Errc::backend_error, "compile_function(\"", f.name, "\") on ", device.label(), ": ", call,
+           " failed: ", cudaGetErrorString(e));
   };
   // The device current on the calling thread is the caller's: restored on the way out.
   int previous = 0;

@@ -38,18 +38,14 @@ class StagingEngine::Run {
     std::size_t slot = kNone;
     std::size_t offset = 0;
     std::size_t bytes = 0;
-    bool copying = false;  ///< a copy-thread job on it is pending
-    bool dma = false;      ///< a DMA to or from the slot is enqueued ...
+    bool copying = false;   ///< a copy-thread job on it is pending
+    bool dma = false;       ///< a DMA to or from the slot is enqueued ...
     bool recorded = false;  ///< ... and the slot's event recorded after it
     CopyWorkers::Job job;
   };
 
   Run(StagingEngine& engine, cudaStream_t stream, std::size_t total)
-      : engine_(engine),
-        session_(engine.workers_),
-        stream_(stream),
-        total_(total),
-        ring_(new Chunk[engine.slots_.size()]) {}
+      : engine_(engine), session_(engine.workers_), stream_(stream), total_(total), ring_(new Chunk[engine.slots_.size()]) {}
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
 
@@ -64,8 +60,10 @@ class StagingEngine::Run {
     for (std::size_t i = 0; i < count_; ++i) {
       const Chunk& c = at(i);
       SlotState state = SlotState::free;
-      if (c.recorded) state = SlotState::pending;
-      else if (c.dma && !drained) state = SlotState::lost;  // may still be in use: never reuse it
+      if (c.recorded)
+        state = SlotState::pending;
+      else if (c.dma && !drained)
+        state = SlotState::lost;  // may still be in use: never reuse it
       engine_.release(c.slot, state);
     }
   }
@@ -110,10 +108,14 @@ class StagingEngine::Run {
 };
 
 StagingEngine::StagingEngine(const TransferSettings& settings, cudaMemPool_t host_pool)
-    : chunk_bytes_(settings.chunk_bytes), slots_(settings.chunks()), workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
+    : chunk_bytes_(settings.chunk_bytes),
+      slots_(settings.chunks()),
+      workers_(settings.copy_threads, std::chrono::microseconds(settings.spin_us)) {
   const std::size_t bytes = chunk_bytes_ * slots_.size();
   void* memory = nullptr;
-  const auto operation = [&] { return concat("enqueue_copy (allocating ", bytes_text(bytes), " of page-locked staging memory)"); };
+  const auto operation = [&] {
+    return concat("enqueue_copy (allocating ", bytes_text(bytes), " of page-locked staging memory)");
+  };
   if (host_pool != nullptr) {
     // Stream-ordered pool memory: freeing it later waits for nothing but its own last use.
     CudaCall call = DEVCTX_CUDA(cudaStreamCreateWithFlags(&pool_stream_, cudaStreamNonBlocking));

@@ -59,7 +59,7 @@ class StagingEngine {
   void release(std::size_t slot, SlotState state) noexcept;
 
   std::size_t chunk_bytes_;
-  cudaMemPool_t pool_ = nullptr;       ///< where memory_ came from (null: cudaHostAlloc)
+  cudaMemPool_t pool_ = nullptr;        ///< where memory_ came from (null: cudaHostAlloc)
   cudaStream_t pool_stream_ = nullptr;  ///< the stream memory_ is allocated and freed on (pool only)
   std::byte* memory_ = nullptr;
   std::mutex slots_mutex_;

@@ -13,12 +13,12 @@
 namespace devctx::detail::cuda {
 
 struct TransferSettings {
-  bool staging = true;                        ///< DEVCTX_CUDA_STAGING
-  std::size_t threshold = std::size_t{8} << 20;  ///< smallest pageable copy that is staged
-  std::size_t chunk_bytes = std::size_t{8} << 20;  ///< one staging chunk
+  bool staging = true;                                ///< DEVCTX_CUDA_STAGING
+  std::size_t threshold = std::size_t{8} << 20;       ///< smallest pageable copy that is staged
+  std::size_t chunk_bytes = std::size_t{8} << 20;     ///< one staging chunk
   std::size_t staging_bytes = std::size_t{64} << 20;  ///< all chunks together
-  std::size_t copy_threads = 1;               ///< host threads besides the caller
-  std::size_t spin_us = 500;                  ///< active wait for the next chunk during a copy
+  std::size_t copy_threads = 1;                       ///< host threads besides the caller
+  std::size_t spin_us = 500;                          ///< active wait for the next chunk during a copy
 
   /// How many chunks the staging memory holds (at least 2: one filling while one moves).
   [[nodiscard]] std::size_t chunks() const noexcept { return staging_bytes / chunk_bytes; }

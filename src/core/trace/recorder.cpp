@@ -47,7 +47,7 @@ struct Entry {
   devctx::trace::Operation op;
   std::size_t track = 0;
   std::shared_ptr<EventImpl> begin, end;  // until the device times are read
-  std::shared_ptr<ExecutionNote> note;     // kernels: how the backend ran it, once it has
+  std::shared_ptr<ExecutionNote> note;    // kernels: how the backend ran it, once it has
 };
 
 namespace {
@@ -60,7 +60,7 @@ struct DeviceTrack {
   const DeviceImpl* device = nullptr;
   std::weak_ptr<DeviceImpl> alive;  // tells a new device at a reused address from this one
   std::string label;
-  bool base_done = false;  // the reference event was made (base) or could not be (no base)
+  bool base_done = false;           // the reference event was made (base) or could not be (no base)
   std::shared_ptr<EventImpl> base;  // reached at host time base_us
   double base_us = 0;
   std::vector<std::weak_ptr<QueueImpl>> queues;  // stream n is queues[n - 1]
@@ -81,13 +81,13 @@ constexpr int kTraceWriteFailedStatus = 74;
 struct Sink {
   std::string path;
   int fd = -1;
-  ChromeJson json;              // under the state lock
-  std::string buffer;           // under the state lock: events not yet written
-  std::uint64_t buffered = 0;   // under the state lock: the operations in `buffer`
-  std::mutex file_mutex;        // taken under the state lock, held alone while a chunk is written
+  ChromeJson json;             // under the state lock
+  std::string buffer;          // under the state lock: events not yet written
+  std::uint64_t buffered = 0;  // under the state lock: the operations in `buffer`
+  std::mutex file_mutex;       // taken under the state lock, held alone while a chunk is written
   // Under file_mutex:
-  std::uint64_t written = 0;     // operations written
-  std::uint64_t not_written = 0; // operations lost to a failed write
+  std::uint64_t written = 0;      // operations written
+  std::uint64_t not_written = 0;  // operations lost to a failed write
   // Set once, by the first failed write (an errno value).
   std::atomic<int> error{0};
 };
@@ -104,13 +104,13 @@ struct State {
   std::size_t unresolved = 0;
   std::size_t resolve_at = kResolveBatch;
   std::uint64_t next_id = 1;
-  std::string exit_file;         // DEVCTX_TRACE_FILE
-  bool exit_report = false;      // DEVCTX_REPORT
+  std::string exit_file;     // DEVCTX_TRACE_FILE
+  bool exit_report = false;  // DEVCTX_REPORT
   // DEVCTX_TRACE_FILE or DEVCTX_REPORT: records are consumed (below) once their device times are
   // read, and dropped.
   bool consume = false;
-  std::unique_ptr<Sink> sink;    // DEVCTX_TRACE_FILE
-  Summary consumed;              // the report of every consumed record
+  std::unique_ptr<Sink> sink;  // DEVCTX_TRACE_FILE
+  Summary consumed;            // the report of every consumed record
   std::map<std::string, Summary> consumed_by_device;
   std::uint64_t without_device_time = 0;  // records consumed before their device work finished
 };
@@ -204,8 +204,7 @@ void ensure_base(State& s, std::size_t track, DeviceImpl& device) noexcept {
 }
 
 bool is_device_work(Kind kind) noexcept {
-  return kind == Kind::copy || kind == Kind::fill || kind == Kind::kernel || kind == Kind::wait ||
-         kind == Kind::host_task;
+  return kind == Kind::copy || kind == Kind::fill || kind == Kind::kernel || kind == Kind::wait || kind == Kind::host_task;
 }
 
 /// Writes `data` whole to `fd`. Returns 0 or an errno value.
@@ -556,9 +555,7 @@ void OpScope::done() noexcept {
   }
 }
 
-std::shared_ptr<ExecutionNote> kernel_note() noexcept {
-  return current_note != nullptr ? *current_note : nullptr;
-}
+std::shared_ptr<ExecutionNote> kernel_note() noexcept { return current_note != nullptr ? *current_note : nullptr; }
 
 void note_staged_copy() noexcept {
   if (on()) staged_note = true;
@@ -625,7 +622,8 @@ void start() {
   {
     const std::lock_guard lock(s.mutex);
     // A fresh clock only when nothing refers to the old one (records, or devices' reference times).
-    if (s.entries.empty() && s.tracks.empty()) s.epoch.store(std::chrono::steady_clock::now().time_since_epoch().count());
+    if (s.entries.empty() && s.tracks.empty())
+      s.epoch.store(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   detail::trace::register_exit_once();
   detail::pipeline_observers.fetch_or(detail::kTraceRecords, std::memory_order_relaxed);
@@ -682,8 +680,7 @@ std::vector<Operation> operations() {
 void write(const std::string& path) {
   const std::string json = to_json(operations());
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr)
-    detail::fail(Errc::invalid_argument, "devctx::trace::write: cannot open '", path, "' for writing");
+  if (f == nullptr) detail::fail(Errc::invalid_argument, "devctx::trace::write: cannot open '", path, "' for writing");
   const bool ok = std::fwrite(json.data(), 1, json.size(), f) == json.size();
   if (std::fclose(f) != 0 || !ok)
     detail::fail(Errc::invalid_argument, "devctx::trace::write: writing '", path, "' failed (disk full?)");

@@ -101,10 +101,9 @@ Report Summary::report() const {
   });
   if (r.largest.size() > 3) r.largest.resize(3);
   if (r.transfer_share > devctx::trace::kTransfersDominate) {
-    r.advice.push_back(detail::concat(
-        "transfers take ", int(r.transfer_share * 100 + 0.5),
-        "% of the device's busy time: keep data on the device between kernels (upload inputs once, "
-        "chain kernels on DeviceBuffers, download only the results)"));
+    r.advice.push_back(detail::concat("transfers take ", int(r.transfer_share * 100 + 0.5),
+                                      "% of the device's busy time: keep data on the device between kernels (upload inputs once, "
+                                      "chain kernels on DeviceBuffers, download only the results)"));
     if (r.host_to_device_pageable.count + r.device_to_host_pageable.count > 0)
       r.advice.push_back(
           "copies from and to ordinary (pageable) host memory are slower than from a HostBuffer: "

@@ -33,7 +33,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (run() != 0) return 1;
-  std::printf("PASSED plugin loaded with dlopen after the static TLS surplus was used up "
-              "(%d of %d fillers refused) and its kernel's results are right\n", refused, argc - 2);
+  std::printf(
+      "PASSED plugin loaded with dlopen after the static TLS surplus was used up "
+      "(%d of %d fillers refused) and its kernel's results are right\n",
+      refused, argc - 2);
   return 0;
 }

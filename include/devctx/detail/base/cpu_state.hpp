@@ -109,7 +109,8 @@ void checked_thread_step();
 [[nodiscard]] bool checked_threads_reversed() noexcept;
 /// Called by every block-level phase as it ends.
 inline void phase_end() {
-  if (in_checked_launch()) [[unlikely]] checked_phase_end();
+  if (in_checked_launch()) [[unlikely]]
+    checked_phase_end();
 }
 
 /// The address of the DEVCTX_SHARED array declared at `site` in the running block.

@@ -26,9 +26,7 @@ struct Dim3 {
   /// x * y * z, computed in 64 bits: exact for every grid and block a device accepts (core
   /// checks each dimension against the device's limits before it uses a volume; only
   /// dimensions near 2^32 in all three axes could exceed 64 bits).
-  [[nodiscard]] DEVCTX_HD constexpr std::uint64_t volume() const {
-    return std::uint64_t(x) * y * z;
-  }
+  [[nodiscard]] DEVCTX_HD constexpr std::uint64_t volume() const { return std::uint64_t(x) * y * z; }
   friend constexpr bool operator==(const Dim3&, const Dim3&) = default;
 };
 

@@ -53,10 +53,10 @@ using AllocationPtr = std::unique_ptr<Allocation, AllocationReleaser>;
 /// One side of a copy or fill, type-erased.
 struct MemRef {
   void* data = nullptr;
-  std::size_t count = 0;                  ///< elements
+  std::size_t count = 0;  ///< elements
   MemKind kind = MemKind::host_pageable;
-  Allocation* allocation = nullptr;       ///< null for pageable host memory
-  const char* what = "";                  ///< "DeviceBuffer", "HostBuffer slice", "std::span", ...
+  Allocation* allocation = nullptr;  ///< null for pageable host memory
+  const char* what = "";             ///< "DeviceBuffer", "HostBuffer slice", "std::span", ...
 };
 
 /// One devctx::span parameter of a launch, as checking mode names it (docs/checking.md).
@@ -73,8 +73,8 @@ struct LaunchSpan {
 struct KernelLaunch {
   std::string_view name;  ///< static storage (kernel_name): backends keep the view, not a copy
   LaunchConfig config;
-  bool block_level = false;                       ///< kernel takes devctx::Block
-  const void* args = nullptr;                     ///< the packed, mapped kernel arguments
+  bool block_level = false;    ///< kernel takes devctx::Block
+  const void* args = nullptr;  ///< the packed, mapped kernel arguments
   std::size_t args_size = 0;
   std::size_t args_align = 1;
   // CPU backend entry points, instantiated per kernel and argument list.
@@ -91,7 +91,7 @@ struct KernelLaunch {
   /// runtime-compiled kernel: src/runtime/fission.cpp); static storage. Null otherwise.
   const char* fission_off = nullptr;
   // CUDA backend: the trampoline's host stub, and pointers to each packed argument.
-  const void* cuda_function = nullptr;            ///< null when not compiled by nvcc
+  const void* cuda_function = nullptr;  ///< null when not compiled by nvcc
   void* const* cuda_args = nullptr;
   // Buffers the arguments refer to (checked for device, tracked for stream-ordered frees).
   Allocation* const* buffers = nullptr;
@@ -199,8 +199,7 @@ void host_access_check(HostAccessGate& gate, const char* access);
 /// Error(invalid_argument) for a typed buffer or slice (`what`) made from a devctx::Buffer whose
 /// memory is not of the kind it needs (`device` true: device memory, else host memory).
 [[noreturn]] void throw_wrong_memory_kind(const char* what, bool device);
-[[noreturn]] void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count,
-                                           std::size_t size);
+[[noreturn]] void throw_slice_out_of_range(const char* what, std::size_t offset, std::size_t count, std::size_t size);
 /// Error(size_mismatch) for view_as<U>() of `bytes` bytes at `address` (elements of `from_bytes`
 /// each) that is not a whole number of `to_bytes`-byte elements, or not aligned to `to_align`.
 [[noreturn]] void throw_bad_view(const char* what, const void* address, std::size_t bytes, std::size_t from_bytes,
@@ -222,9 +221,8 @@ void host_access_check(HostAccessGate& gate, const char* access);
 /// for a contiguous layout made from its extents), the stride of dimension `fault` (fault <
 /// rank), its size (fault == rank) or its span (fault == rank + 1) does not fit in std::size_t.
 /// Error(size_mismatch), or Error(kernel_failed) when `in_kernel`.
-[[noreturn]] void throw_tensor_layout_overflow(const char* layout, const std::size_t* extents,
-                                               const std::size_t* strides, std::size_t rank, std::size_t fault,
-                                               bool in_kernel);
+[[noreturn]] void throw_tensor_layout_overflow(const char* layout, const std::size_t* extents, const std::size_t* strides,
+                                               std::size_t rank, std::size_t fault, bool in_kernel);
 /// Error(invalid_argument) (kernel_failed when `in_kernel`) for Layout::from_parts given `given`
 /// as extent `dim`, whose static extent is `fixed`.
 [[noreturn]] void throw_tensor_static_extent(const char* layout, std::size_t dim, std::size_t given, std::size_t fixed,

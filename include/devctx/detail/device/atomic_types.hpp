@@ -13,20 +13,21 @@ namespace devctx::detail {
 
 /// 32- and 64-bit integers (signed or not).
 template <class T>
-inline constexpr bool is_atomic_integer_v =
-    std::is_integral_v<T> && !std::is_same_v<T, bool> && (sizeof(T) == 4 || sizeof(T) == 8);
+inline constexpr bool is_atomic_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                                            (sizeof(T) == 4 || sizeof(T) == 8);
 /// 32- and 64-bit unsigned integers (atomic_inc, atomic_dec).
 template <class T>
 inline constexpr bool is_atomic_unsigned_v = is_atomic_integer_v<T> && std::is_unsigned_v<T>;
 /// The integers above, float and double (add, sub, min, max, exchange, compare-exchange).
 template <class T>
-inline constexpr bool is_atomic_arithmetic_v =
-    is_atomic_integer_v<T> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+inline constexpr bool is_atomic_arithmetic_v = is_atomic_integer_v<T> || std::is_same_v<T, float> ||
+                                               std::is_same_v<T, double>;
 
 }  // namespace devctx::detail
 
 #define DEVCTX_ATOMIC_ARITHMETIC(T, fn) \
   static_assert(::devctx::detail::is_atomic_arithmetic_v<T>, fn " takes 32/64-bit integers, float or double")
-#define DEVCTX_ATOMIC_INTEGER(T, fn) static_assert(::devctx::detail::is_atomic_integer_v<T>, fn " takes 32/64-bit integers")
+#define DEVCTX_ATOMIC_INTEGER(T, fn) \
+  static_assert(::devctx::detail::is_atomic_integer_v<T>, fn " takes 32/64-bit integers")
 #define DEVCTX_ATOMIC_UNSIGNED(T, fn) \
   static_assert(::devctx::detail::is_atomic_unsigned_v<T>, fn " takes 32/64-bit unsigned integers")

@@ -47,7 +47,8 @@ span<T> dynamic_shared() {
 namespace detail::cpu {
 /// Tells checking mode about an atomic, which it never counts in a race.
 inline void note_atomic(const void* address, std::size_t bytes) {
-  if (in_checked_launch()) [[unlikely]] checked_atomic(address, bytes);
+  if (in_checked_launch()) [[unlikely]]
+    checked_atomic(address, bytes);
 }
 }  // namespace detail::cpu
 
@@ -204,8 +205,10 @@ void warp_gather(T value, T fill, T (&v)[32]) {
   const std::byte* slots = warp_publish(&value, sizeof(T));
   const unsigned width = warp_width();
   for (unsigned i = 0; i < 32; ++i) {
-    if (i < width) std::memcpy(&v[i], slots + i * kWarpSlotBytes, sizeof(T));
-    else v[i] = fill;
+    if (i < width)
+      std::memcpy(&v[i], slots + i * kWarpSlotBytes, sizeof(T));
+    else
+      v[i] = fill;
   }
   warp_release();
 }
@@ -302,8 +305,8 @@ inline void syncwarp() {
 //
 // The declaration's name, as a string, is also its site: the key under which the executor lays
 // the array out, and what checking mode calls it.
-#define DEVCTX_SHARED(T, name, count)                                                                \
-  static constexpr char devctx_shared_site_##name[] = #name;                                         \
-  ::std::type_identity_t<T>(&name)[(count)] = *static_cast<::std::type_identity_t<T>(*)[(count)]>( \
+#define DEVCTX_SHARED(T, name, count)                                                                 \
+  static constexpr char devctx_shared_site_##name[] = #name;                                          \
+  ::std::type_identity_t<T>(&name)[(count)] = *static_cast<::std::type_identity_t<T>(*)[(count)]>(    \
       ::devctx::detail::cpu::shared_array(devctx_shared_site_##name, sizeof(T) * (count), alignof(T), \
                                           sizeof(::std::remove_all_extents_t<T>)))

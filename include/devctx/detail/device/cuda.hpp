@@ -23,8 +23,7 @@ __device__ __forceinline__ Dim3 block_dim() { return {blockDim.x, blockDim.y, bl
 __device__ __forceinline__ Dim3 grid_dim() { return {gridDim.x, gridDim.y, gridDim.z}; }
 
 __device__ __forceinline__ Idx3 global_idx() {
-  return {std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x,
-          std::uint64_t(blockIdx.y) * blockDim.y + threadIdx.y,
+  return {std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x, std::uint64_t(blockIdx.y) * blockDim.y + threadIdx.y,
           std::uint64_t(blockIdx.z) * blockDim.z + threadIdx.z};
 }
 
@@ -42,10 +41,10 @@ namespace detail::cuda {
 /// The type CUDA's atomic* overloads take for T: int / unsigned / long long / unsigned long long
 /// by size and sign (std::int64_t is `long` on Linux, which CUDA's overloads do not take), or T.
 template <class T>
-using native_t = std::conditional_t<
-    std::is_floating_point_v<T>, T,
-    std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int, unsigned>,
-                       std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>>>;
+using native_t =
+    std::conditional_t<std::is_floating_point_v<T>, T,
+                       std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int, unsigned>,
+                                          std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>>>;
 /// The unsigned integer of T's size: what atomicCAS compares.
 template <class T>
 using bits_t = std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>;
@@ -58,9 +57,13 @@ __device__ __forceinline__ To bit_cast(From from) {
   return to;
 }
 template <class T>
-__device__ __forceinline__ native_t<T>* native(T* address) { return reinterpret_cast<native_t<T>*>(address); }
+__device__ __forceinline__ native_t<T>* native(T* address) {
+  return reinterpret_cast<native_t<T>*>(address);
+}
 template <class T>
-__device__ __forceinline__ bits_t<T>* as_bits(T* address) { return reinterpret_cast<bits_t<T>*>(address); }
+__device__ __forceinline__ bits_t<T>* as_bits(T* address) {
+  return reinterpret_cast<bits_t<T>*>(address);
+}
 
 /// Replaces the value by next(old) with atomicCAS until that succeeds, or until keep(old) says
 /// the value is to stay; returns the old value. For the operations CUDA has no instruction for.
@@ -132,7 +135,8 @@ __device__ __forceinline__ T atomic_inc(T* address, std::type_identity_t<T> limi
   if constexpr (sizeof(T) == 4)
     return atomicInc(detail::cuda::as_bits(address), limit);
   else
-    return detail::cuda::atomic_update(address, [](T) { return false; }, [limit](T old) { return old >= limit ? T{0} : T(old + 1); });
+    return detail::cuda::atomic_update(
+        address, [](T) { return false; }, [limit](T old) { return old >= limit ? T{0} : T(old + 1); });
 }
 template <class T>
 __device__ __forceinline__ T atomic_dec(T* address, std::type_identity_t<T> limit) {
@@ -140,8 +144,8 @@ __device__ __forceinline__ T atomic_dec(T* address, std::type_identity_t<T> limi
   if constexpr (sizeof(T) == 4)
     return atomicDec(detail::cuda::as_bits(address), limit);
   else
-    return detail::cuda::atomic_update(address, [](T) { return false; },
-                                       [limit](T old) { return old == 0 || old > limit ? limit : T(old - 1); });
+    return detail::cuda::atomic_update(
+        address, [](T) { return false; }, [limit](T old) { return old == 0 || old > limit ? limit : T(old - 1); });
 }
 template <class T>
 __device__ __forceinline__ T atomic_exchange(T* address, std::type_identity_t<T> value) {
@@ -149,7 +153,8 @@ __device__ __forceinline__ T atomic_exchange(T* address, std::type_identity_t<T>
   if constexpr (std::is_same_v<T, float>)
     return atomicExch(address, value);
   else
-    return detail::cuda::bit_cast<T>(atomicExch(detail::cuda::as_bits(address), detail::cuda::bit_cast<detail::cuda::bits_t<T>>(value)));
+    return detail::cuda::bit_cast<T>(
+        atomicExch(detail::cuda::as_bits(address), detail::cuda::bit_cast<detail::cuda::bits_t<T>>(value)));
 }
 template <class T>
 __device__ __forceinline__ T atomic_cas(T* address, std::type_identity_t<T> expected, std::type_identity_t<T> desired) {
@@ -241,22 +246,34 @@ __device__ __forceinline__ T shuffle_xor(T value, unsigned mask) {
   return (lane_id() ^ mask) < detail::cuda::warp_width() ? r : value;
 }
 template <class T>
-__device__ __forceinline__ T shuffle_idx(T value, unsigned source_lane) { return shuffle(value, source_lane); }
+__device__ __forceinline__ T shuffle_idx(T value, unsigned source_lane) {
+  return shuffle(value, source_lane);
+}
 template <class T>
-__device__ __forceinline__ T warp_broadcast(T value) { return shuffle(value, 0); }
+__device__ __forceinline__ T warp_broadcast(T value) {
+  return shuffle(value, 0);
+}
 
 namespace detail {
 /// The warp reduction with `Op` (the block collectives of devctx/collectives.hpp build on it).
 template <class Op, class T>
-__device__ __forceinline__ T warp_reduce(T value) { return cuda::warp_reduce<Op>(value); }
+__device__ __forceinline__ T warp_reduce(T value) {
+  return cuda::warp_reduce<Op>(value);
+}
 }  // namespace detail
 
 template <class T>
-__device__ __forceinline__ T warp_sum(T value) { return detail::cuda::warp_reduce<detail::SumOp>(value); }
+__device__ __forceinline__ T warp_sum(T value) {
+  return detail::cuda::warp_reduce<detail::SumOp>(value);
+}
 template <class T>
-__device__ __forceinline__ T warp_max(T value) { return detail::cuda::warp_reduce<detail::MaxOp>(value); }
+__device__ __forceinline__ T warp_max(T value) {
+  return detail::cuda::warp_reduce<detail::MaxOp>(value);
+}
 template <class T>
-__device__ __forceinline__ T warp_min(T value) { return detail::cuda::warp_reduce<detail::MinOp>(value); }
+__device__ __forceinline__ T warp_min(T value) {
+  return detail::cuda::warp_reduce<detail::MinOp>(value);
+}
 
 template <Scan S = Scan::inclusive, class T>
 __device__ __forceinline__ T warp_prefix_sum(T value) {

@@ -54,7 +54,8 @@ extern constinit thread_local FissionSlot fission_slot;
 /// then runs its twin for the whole block and returns.
 template <class F>
 [[nodiscard]] inline bool take_fission_offer(F* self) noexcept {
-  if (fission_slot.offer != reinterpret_cast<FissionId>(self)) [[likely]] return false;
+  if (fission_slot.offer != reinterpret_cast<FissionId>(self)) [[likely]]
+    return false;
   fission_slot.offer = nullptr;
   fission_slot.taken = true;
   return true;
@@ -70,7 +71,8 @@ template <class F>
 /// A kernel the translator declined: records why when offered, and runs on as before.
 template <class F>
 inline void decline_fission_offer(F* self, const char* reason) noexcept {
-  if (fission_slot.offer != reinterpret_cast<FissionId>(self)) [[likely]] return;
+  if (fission_slot.offer != reinterpret_cast<FissionId>(self)) [[likely]]
+    return;
   fission_slot.offer = nullptr;
   fission_slot.declined = reason;
 }

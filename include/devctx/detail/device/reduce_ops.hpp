@@ -27,29 +27,39 @@ struct SumOp {
     }
   }
   template <class T>
-  DEVCTX_HD_INLINE static T identity() { return T{}; }
+  DEVCTX_HD_INLINE static T identity() {
+    return T{};
+  }
 };
 
 /// The larger of a and b (a when neither is larger, so NaN in `a` sticks, as it does on both
 /// backends alike); identity -infinity (the lowest value for integers).
 struct MaxOp {
   template <class T>
-  DEVCTX_HD_INLINE T operator()(T a, T b) const { return a < b ? b : a; }
+  DEVCTX_HD_INLINE T operator()(T a, T b) const {
+    return a < b ? b : a;
+  }
   template <class T>
   DEVCTX_HD_INLINE static T identity() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
+    if constexpr (std::numeric_limits<T>::has_infinity)
+      return -std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::lowest();
   }
 };
 
 /// The smaller of a and b (a when neither is smaller); identity +infinity (the largest value).
 struct MinOp {
   template <class T>
-  DEVCTX_HD_INLINE T operator()(T a, T b) const { return b < a ? b : a; }
+  DEVCTX_HD_INLINE T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
   template <class T>
   DEVCTX_HD_INLINE static T identity() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::max();
+    if constexpr (std::numeric_limits<T>::has_infinity)
+      return std::numeric_limits<T>::infinity();
+    else
+      return std::numeric_limits<T>::max();
   }
 };
 

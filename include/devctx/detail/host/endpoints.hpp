@@ -34,8 +34,7 @@ Endpoint<const T> endpoint(const DeviceBuffer<T>& b) {
 }
 template <class T>
 Endpoint<T> endpoint(const DeviceSlice<T>& s) {
-  return {{const_cast<std::remove_const_t<T>*>(s.data()), s.size(), MemKind::device, s.allocation(),
-           "DeviceBuffer slice"}};
+  return {{const_cast<std::remove_const_t<T>*>(s.data()), s.size(), MemKind::device, s.allocation(), "DeviceBuffer slice"}};
 }
 template <class T>
 Endpoint<T> endpoint(const DeviceView<T>& v) {
@@ -69,8 +68,7 @@ template <class R>
 auto endpoint(R& range) {
   using T = std::remove_reference_t<std::ranges::range_reference_t<R&>>;
   return Endpoint<T>{{const_cast<std::remove_const_t<T>*>(std::ranges::data(range)),
-                      std::size_t(std::ranges::size(range)), MemKind::host_pageable, nullptr,
-                      "host memory (std::span)"}};
+                      std::size_t(std::ranges::size(range)), MemKind::host_pageable, nullptr, "host memory (std::span)"}};
 }
 
 template <class X>

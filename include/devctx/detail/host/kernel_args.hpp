@@ -71,34 +71,58 @@ template <class... P>
 using ArgPack = PackImpl<std::index_sequence_for<P...>, P...>;
 
 template <std::size_t I, class T>
-inline const T& pack_get(const PackLeaf<I, T>& leaf) { return leaf.value; }
+inline const T& pack_get(const PackLeaf<I, T>& leaf) {
+  return leaf.value;
+}
 template <std::size_t I, class T>
-inline T& pack_get(PackLeaf<I, T>& leaf) { return leaf.value; }
+inline T& pack_get(PackLeaf<I, T>& leaf) {
+  return leaf.value;
+}
 
 // ---- classifying a launch argument ---------------------------------------------------------
-template <class T> struct is_device_buffer : std::false_type {};
-template <class T> struct is_device_buffer<DeviceBuffer<T>> : std::true_type {};
-template <class T> struct is_device_slice : std::false_type {};
-template <class T> struct is_device_slice<DeviceSlice<T>> : std::true_type {};
+template <class T>
+struct is_device_buffer : std::false_type {};
+template <class T>
+struct is_device_buffer<DeviceBuffer<T>> : std::true_type {};
+template <class T>
+struct is_device_slice : std::false_type {};
+template <class T>
+struct is_device_slice<DeviceSlice<T>> : std::true_type {};
 // A DeviceView passes as a slice does.
-template <class T> struct is_device_slice<DeviceView<T>> : std::true_type {};
-template <class T> struct is_device_view : std::false_type {};
-template <class T> struct is_device_view<DeviceView<T>> : std::true_type {};
-template <class T> struct is_devctx_span : std::false_type {};
-template <class T> struct is_devctx_span<span<T>> : std::true_type {};
+template <class T>
+struct is_device_slice<DeviceView<T>> : std::true_type {};
+template <class T>
+struct is_device_view : std::false_type {};
+template <class T>
+struct is_device_view<DeviceView<T>> : std::true_type {};
+template <class T>
+struct is_devctx_span : std::false_type {};
+template <class T>
+struct is_devctx_span<span<T>> : std::true_type {};
 
-template <class T> struct is_layout_tensor : std::false_type {};
-template <class T, class L> struct is_layout_tensor<LayoutTensor<T, L>> : std::true_type {};
-template <class T> struct is_device_tensor : std::false_type {};
-template <class T, class L> struct is_device_tensor<DeviceTensor<T, L>> : std::true_type {};
+template <class T>
+struct is_layout_tensor : std::false_type {};
+template <class T, class L>
+struct is_layout_tensor<LayoutTensor<T, L>> : std::true_type {};
+template <class T>
+struct is_device_tensor : std::false_type {};
+template <class T, class L>
+struct is_device_tensor<DeviceTensor<T, L>> : std::true_type {};
 
-template <class T> struct is_host_memory : std::false_type {};
-template <class T> struct is_host_memory<HostBuffer<T>> : std::true_type {};
-template <class T> struct is_host_memory<HostSlice<T>> : std::true_type {};
-template <class T, class A> struct is_host_memory<std::vector<T, A>> : std::true_type {};
-template <class T, std::size_t N> struct is_host_memory<std::span<T, N>> : std::true_type {};
-template <class T, std::size_t N> struct is_host_memory<std::array<T, N>> : std::true_type {};
-template <class T> struct is_host_memory<T*> : std::true_type {};
+template <class T>
+struct is_host_memory : std::false_type {};
+template <class T>
+struct is_host_memory<HostBuffer<T>> : std::true_type {};
+template <class T>
+struct is_host_memory<HostSlice<T>> : std::true_type {};
+template <class T, class A>
+struct is_host_memory<std::vector<T, A>> : std::true_type {};
+template <class T, std::size_t N>
+struct is_host_memory<std::span<T, N>> : std::true_type {};
+template <class T, std::size_t N>
+struct is_host_memory<std::array<T, N>> : std::true_type {};
+template <class T>
+struct is_host_memory<T*> : std::true_type {};
 
 /// A kernel parameter that is a pointer to an object type (float*, const Particle*).
 template <class P>
@@ -170,8 +194,10 @@ inline P map_pointer_arg(A&& arg) {
     return arg.data();
   } else if constexpr (is_device_slice<D>::value || is_devctx_span<D>::value || is_device_tensor<D>::value) {
     auto* data = [&] {
-      if constexpr (is_device_tensor<D>::value) return arg.slice().data();
-      else return arg.data();
+      if constexpr (is_device_tensor<D>::value)
+        return arg.slice().data();
+      else
+        return arg.data();
     }();
     using T = std::remove_pointer_t<decltype(data)>;
     static_assert(std::is_same_v<std::remove_cv_t<Elem>, std::remove_cv_t<T>>,
@@ -192,10 +218,12 @@ inline P map_pointer_arg(A&& arg) {
 template <class A>
 inline std::size_t pointer_reach(const A& arg) {
   using D = std::remove_cvref_t<A>;
-  if constexpr (is_device_tensor<D>::value) return arg.layout().span_size();
+  if constexpr (is_device_tensor<D>::value)
+    return arg.layout().span_size();
   else if constexpr (is_device_buffer<D>::value || is_device_slice<D>::value || is_devctx_span<D>::value)
     return arg.size();
-  else return 0;
+  else
+    return 0;
 }
 
 /// Maps launch argument number I (type A) to kernel parameter type P.
@@ -245,8 +273,7 @@ inline P map_arg(A&& arg) {
     static_assert(!is_devctx_span<P>::value || is_devctx_span<D>::value,
                   "the kernel's parameter is a devctx::span<T>: pass a DeviceBuffer<T> or one of "
                   "its slices");
-    static_assert(std::is_constructible_v<P, A&&>,
-                  "a kernel argument cannot be converted to the kernel's parameter type");
+    static_assert(std::is_constructible_v<P, A&&>, "a kernel argument cannot be converted to the kernel's parameter type");
     return P(std::forward<A>(arg));
   }
 }
@@ -272,24 +299,32 @@ template <class A>
 const void* span_data_of(const A& arg) {
   if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value || is_layout_tensor<std::remove_cvref_t<A>>::value)
     return arg.data();
-  else return nullptr;
+  else
+    return nullptr;
 }
 template <class A>
 std::size_t span_bytes_of(const A& arg) {
-  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value) return arg.size_bytes();
+  if constexpr (is_devctx_span<std::remove_cvref_t<A>>::value)
+    return arg.size_bytes();
   else if constexpr (is_layout_tensor<std::remove_cvref_t<A>>::value)
     return arg.span_size() * sizeof(typename std::remove_cvref_t<A>::element_type);
-  else return 0;
+  else
+    return 0;
 }
 
 template <class A>
 Allocation* buffer_of(const A& arg) {
   using D = std::remove_cvref_t<A>;
-  if constexpr (is_device_buffer<D>::value) return arg.as_slice().allocation();
-  else if constexpr (is_device_view<D>::value) return arg.as_slice().allocation();  // throws when moved-from
-  else if constexpr (is_device_slice<D>::value) return arg.allocation();
-  else if constexpr (is_device_tensor<D>::value) return arg.slice().allocation();
-  else return nullptr;
+  if constexpr (is_device_buffer<D>::value)
+    return arg.as_slice().allocation();
+  else if constexpr (is_device_view<D>::value)
+    return arg.as_slice().allocation();  // throws when moved-from
+  else if constexpr (is_device_slice<D>::value)
+    return arg.allocation();
+  else if constexpr (is_device_tensor<D>::value)
+    return arg.slice().allocation();
+  else
+    return nullptr;
 }
 
 }  // namespace devctx::detail

@@ -29,9 +29,12 @@ namespace devctx::detail {
 constexpr std::size_t anonymous_scope_length(std::string_view text, std::size_t at) {
   const std::string_view rest = text.substr(at);
   std::size_t scope = 0;
-  if (rest.starts_with("{anonymous}::")) scope = 11;
-  else if (rest.starts_with("(anonymous namespace)::")) scope = 21;
-  else if (rest.starts_with("_GLOBAL__N_")) scope = rest.find("::");
+  if (rest.starts_with("{anonymous}::"))
+    scope = 11;
+  else if (rest.starts_with("(anonymous namespace)::"))
+    scope = 21;
+  else if (rest.starts_with("_GLOBAL__N_"))
+    scope = rest.find("::");
   return scope == 0 || scope == std::string_view::npos ? 0 : scope + 2;
 }
 
@@ -46,7 +49,7 @@ constexpr std::string_view compiler_kernel_name() {
   if (end == std::string_view::npos) end = text.size();
   text = text.substr(begin, end - begin);
   while (!text.empty() && (text.front() == '&' || text.front() == ' ' ||
-                            (text.front() == '(' && !text.starts_with("(anonymous namespace)"))))
+                           (text.front() == '(' && !text.starts_with("(anonymous namespace)"))))
     text.remove_prefix(1);
   while (!text.empty() && (text.back() == ')' || text.back() == ' ')) text.remove_suffix(1);
   return text;
@@ -269,8 +272,10 @@ struct Launcher {
     l.param_count = sizeof...(P);
 #if defined(__CUDACC__)
     void* cuda_args[sizeof...(P) + 1] = {static_cast<void*>(&pack_get<I>(pack))..., nullptr};
-    if constexpr (Sig::block_level) l.cuda_function = reinterpret_cast<const void*>(&::devctx_kernel_entry::cuda_block_entry<K, P...>);
-    else l.cuda_function = reinterpret_cast<const void*>(&::devctx_kernel_entry::cuda_entry<K, P...>);
+    if constexpr (Sig::block_level)
+      l.cuda_function = reinterpret_cast<const void*>(&::devctx_kernel_entry::cuda_block_entry<K, P...>);
+    else
+      l.cuda_function = reinterpret_cast<const void*>(&::devctx_kernel_entry::cuda_entry<K, P...>);
     l.cuda_args = cuda_args;
 #endif
     l.buffers = buffers;

@@ -45,8 +45,10 @@ struct CpuEntry {
 
 template <std::size_t I, class P>
 inline PackLeaf<I, P> leaf_from_wire(const unsigned char* w) {
-  if constexpr (ParamTraits<P>::wire == ParamWire::pointer) return {from_wire<P>(w), reach_from_wire(w)};
-  else return {from_wire<P>(w)};
+  if constexpr (ParamTraits<P>::wire == ParamWire::pointer)
+    return {from_wire<P>(w), reach_from_wire(w)};
+  else
+    return {from_wire<P>(w)};
 }
 
 template <auto K, bool BlockLevel, class... P>
@@ -101,8 +103,10 @@ struct CudaEntryFor {
   static constexpr std::size_t offset = layout.offset[I];
   template <std::size_t... I>
   __device__ static void run(const unsigned char* wire, std::index_sequence<I...>) {
-    if constexpr (BlockLevel) K(::devctx::Block{}, from_wire<P>(wire + offset<I>)...);
-    else K(from_wire<P>(wire + offset<I>)...);
+    if constexpr (BlockLevel)
+      K(::devctx::Block{}, from_wire<P>(wire + offset<I>)...);
+    else
+      K(from_wire<P>(wire + offset<I>)...);
   }
   __device__ static void run(const Wire& wire) { run(wire.bytes(), std::index_sequence_for<P...>{}); }
   using Signature = SignatureOf<BlockLevel, P...>;

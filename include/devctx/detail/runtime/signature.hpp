@@ -44,36 +44,95 @@ namespace devctx::detail::rt {
 inline constexpr unsigned kAbiVersion = 1;
 
 // ---- small traits (no standard library: this header is also compiled for the device) ------------
-template <class T> struct RemoveConst { using type = T; };
-template <class T> struct RemoveConst<const T> { using type = T; };
-template <class T> inline constexpr bool is_const_v = false;
-template <class T> inline constexpr bool is_const_v<const T> = true;
+template <class T>
+struct RemoveConst {
+  using type = T;
+};
+template <class T>
+struct RemoveConst<const T> {
+  using type = T;
+};
+template <class T>
+inline constexpr bool is_const_v = false;
+template <class T>
+inline constexpr bool is_const_v<const T> = true;
 
 template <class T, bool Signed = (T(-1) < T(0))>
 constexpr ScalarType integer_type() {
-  if constexpr (sizeof(T) == 1) return Signed ? ScalarType::int8 : ScalarType::uint8;
-  else if constexpr (sizeof(T) == 2) return Signed ? ScalarType::int16 : ScalarType::uint16;
-  else if constexpr (sizeof(T) == 4) return Signed ? ScalarType::int32 : ScalarType::uint32;
-  else if constexpr (sizeof(T) == 8) return Signed ? ScalarType::int64 : ScalarType::uint64;
-  else return ScalarType::other;
+  if constexpr (sizeof(T) == 1)
+    return Signed ? ScalarType::int8 : ScalarType::uint8;
+  else if constexpr (sizeof(T) == 2)
+    return Signed ? ScalarType::int16 : ScalarType::uint16;
+  else if constexpr (sizeof(T) == 4)
+    return Signed ? ScalarType::int32 : ScalarType::uint32;
+  else if constexpr (sizeof(T) == 8)
+    return Signed ? ScalarType::int64 : ScalarType::uint64;
+  else
+    return ScalarType::other;
 }
 /// The ScalarType of T (const ignored): ScalarType::other for every non-arithmetic type.
-template <class T> struct ScalarOf { static constexpr ScalarType value = ScalarType::other; };
-template <class T> struct ScalarOf<const T> : ScalarOf<T> {};
-template <> struct ScalarOf<bool> { static constexpr ScalarType value = ScalarType::boolean; };
-template <> struct ScalarOf<char> { static constexpr ScalarType value = integer_type<char>(); };
-template <> struct ScalarOf<signed char> { static constexpr ScalarType value = integer_type<signed char>(); };
-template <> struct ScalarOf<unsigned char> { static constexpr ScalarType value = integer_type<unsigned char>(); };
-template <> struct ScalarOf<short> { static constexpr ScalarType value = integer_type<short>(); };
-template <> struct ScalarOf<unsigned short> { static constexpr ScalarType value = integer_type<unsigned short>(); };
-template <> struct ScalarOf<int> { static constexpr ScalarType value = integer_type<int>(); };
-template <> struct ScalarOf<unsigned> { static constexpr ScalarType value = integer_type<unsigned>(); };
-template <> struct ScalarOf<long> { static constexpr ScalarType value = integer_type<long>(); };
-template <> struct ScalarOf<unsigned long> { static constexpr ScalarType value = integer_type<unsigned long>(); };
-template <> struct ScalarOf<long long> { static constexpr ScalarType value = integer_type<long long>(); };
-template <> struct ScalarOf<unsigned long long> { static constexpr ScalarType value = integer_type<unsigned long long>(); };
-template <> struct ScalarOf<float> { static constexpr ScalarType value = ScalarType::float32; };
-template <> struct ScalarOf<double> { static constexpr ScalarType value = ScalarType::float64; };
+template <class T>
+struct ScalarOf {
+  static constexpr ScalarType value = ScalarType::other;
+};
+template <class T>
+struct ScalarOf<const T> : ScalarOf<T> {};
+template <>
+struct ScalarOf<bool> {
+  static constexpr ScalarType value = ScalarType::boolean;
+};
+template <>
+struct ScalarOf<char> {
+  static constexpr ScalarType value = integer_type<char>();
+};
+template <>
+struct ScalarOf<signed char> {
+  static constexpr ScalarType value = integer_type<signed char>();
+};
+template <>
+struct ScalarOf<unsigned char> {
+  static constexpr ScalarType value = integer_type<unsigned char>();
+};
+template <>
+struct ScalarOf<short> {
+  static constexpr ScalarType value = integer_type<short>();
+};
+template <>
+struct ScalarOf<unsigned short> {
+  static constexpr ScalarType value = integer_type<unsigned short>();
+};
+template <>
+struct ScalarOf<int> {
+  static constexpr ScalarType value = integer_type<int>();
+};
+template <>
+struct ScalarOf<unsigned> {
+  static constexpr ScalarType value = integer_type<unsigned>();
+};
+template <>
+struct ScalarOf<long> {
+  static constexpr ScalarType value = integer_type<long>();
+};
+template <>
+struct ScalarOf<unsigned long> {
+  static constexpr ScalarType value = integer_type<unsigned long>();
+};
+template <>
+struct ScalarOf<long long> {
+  static constexpr ScalarType value = integer_type<long long>();
+};
+template <>
+struct ScalarOf<unsigned long long> {
+  static constexpr ScalarType value = integer_type<unsigned long long>();
+};
+template <>
+struct ScalarOf<float> {
+  static constexpr ScalarType value = ScalarType::float32;
+};
+template <>
+struct ScalarOf<double> {
+  static constexpr ScalarType value = ScalarType::float64;
+};
 
 /// How a parameter travels, one character in the signature text.
 enum class ParamWire : char {
@@ -215,16 +274,19 @@ constexpr void write_signature(TextSink& sink) {
   (write_param<P>(sink), ...);
 }
 
-template <class F> struct FunctionParams;
+template <class F>
+struct FunctionParams;
 template <class R, class... P>
 struct FunctionParams<R (*)(P...)> {
   static constexpr bool block_level = false;
-  template <template <bool, class...> class L> using apply = L<false, P...>;
+  template <template <bool, class...> class L>
+  using apply = L<false, P...>;
 };
 template <class R, class... P>
 struct FunctionParams<R (*)(Block, P...)> {
   static constexpr bool block_level = true;
-  template <template <bool, class...> class L> using apply = L<true, P...>;
+  template <template <bool, class...> class L>
+  using apply = L<true, P...>;
 };
 
 template <bool BlockLevel, class... P>

@@ -85,12 +85,11 @@ class AccessLog {
   void begin_block(std::uint64_t block);
   /// Thread `rank` of the current block touches the `bytes`-byte element at `address` in
   /// `region`; `read_only` when it came through span<const T>, which can only read.
-  [[nodiscard]] std::optional<Finding> touch(std::uint32_t rank, Region& region, const void* address,
-                                             std::size_t bytes, bool read_only);
+  [[nodiscard]] std::optional<Finding> touch(std::uint32_t rank, Region& region, const void* address, std::size_t bytes,
+                                             bool read_only);
   /// Thread `rank` is about to access the element atomically: atomics never race with each other,
   /// and an atomic on memory that nothing wrote reads garbage.
-  [[nodiscard]] std::optional<Finding> atomic(std::uint32_t rank, Region& region, const void* address,
-                                              std::size_t bytes);
+  [[nodiscard]] std::optional<Finding> atomic(std::uint32_t rank, Region& region, const void* address, std::size_t bytes);
   /// The block passed a barrier, or ended: settles what each thread did to each element it touched
   /// since the previous barrier, and adds global memory to the launch's record for races between
   /// blocks.
@@ -104,15 +103,15 @@ class AccessLog {
     const std::byte* address = nullptr;
     Region* region = nullptr;
     std::uint32_t bytes = 0;
-    std::uint32_t last = 0;    ///< the thread whose first touch took the snapshot
-    std::uint32_t other = 0;   ///< an earlier thread of this interval that accessed it (when multi)
-    std::uint32_t writer = 0;  ///< a thread seen to write it (when wrote)
-    bool multi = false;        ///< touched by two or more threads
-    bool wrote = false;        ///< some thread's write was seen
-    bool atomic = false;       ///< accessed atomically
-    bool read_checked = false; ///< `last` read it through span<const T> and it was initialised
-    std::uint64_t snapshot = 0;          ///< the value at `last`'s first touch (up to 8 bytes)
-    std::size_t snapshot_at = 0;         ///< 1 + its place in snapshots_ (larger elements; 0: none)
+    std::uint32_t last = 0;       ///< the thread whose first touch took the snapshot
+    std::uint32_t other = 0;      ///< an earlier thread of this interval that accessed it (when multi)
+    std::uint32_t writer = 0;     ///< a thread seen to write it (when wrote)
+    bool multi = false;           ///< touched by two or more threads
+    bool wrote = false;           ///< some thread's write was seen
+    bool atomic = false;          ///< accessed atomically
+    bool read_checked = false;    ///< `last` read it through span<const T> and it was initialised
+    std::uint64_t snapshot = 0;   ///< the value at `last`'s first touch (up to 8 bytes)
+    std::size_t snapshot_at = 0;  ///< 1 + its place in snapshots_ (larger elements; 0: none)
   };
   /// One element of global memory touched so far in the launch.
   struct Global {
@@ -120,9 +119,9 @@ class AccessLog {
     std::uint64_t prev_block = 0;  ///< an earlier block that touched it (a writer if any wrote)
     std::uint32_t thread = 0;
     std::uint32_t prev_thread = 0;
-    bool wrote = false;            ///< `block` wrote it
-    bool prev_accessed = false;    ///< an earlier block touched it
-    bool prev_wrote = false;       ///< an earlier block wrote it
+    bool wrote = false;          ///< `block` wrote it
+    bool prev_accessed = false;  ///< an earlier block touched it
+    bool prev_wrote = false;     ///< an earlier block wrote it
     bool atomic = false;
   };
 
@@ -135,14 +134,13 @@ class AccessLog {
   /// A finding of `kind` on `t`, its first thread `thread` of this block and interval.
   [[nodiscard]] Finding finding(Finding::Kind kind, const Touch& t, std::uint32_t thread) const;
   [[nodiscard]] Finding uninitialised_read(const Touch& t, std::uint32_t reader) const;
-  [[nodiscard]] Finding same_block_race(const Touch& t, std::uint32_t writer, std::uint32_t other,
-                                        bool other_wrote) const;
+  [[nodiscard]] Finding same_block_race(const Touch& t, std::uint32_t writer, std::uint32_t other, bool other_wrote) const;
   [[nodiscard]] std::optional<Finding> merge_global(const Touch& t);
 
   AddressMap<std::uint32_t> index_;  // address -> position in touches_ (current interval)
   std::vector<Touch> touches_;
   std::vector<std::byte> snapshots_;
-  AddressMap<Global> globals_;       // address -> record (current launch)
+  AddressMap<Global> globals_;  // address -> record (current launch)
   std::uint64_t block_ = 0;
   std::uint32_t interval_ = 0;
 };

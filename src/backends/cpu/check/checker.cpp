@@ -73,8 +73,7 @@ void Checker::begin_launch(std::string_view kernel, Dim3 grid, Dim3 block, std::
   }
 }
 
-void Checker::add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes,
-                               std::size_t element_bytes) {
+void Checker::add_shared_array(std::string_view name, std::size_t offset, std::size_t bytes, std::size_t element_bytes) {
   if (regions_.find_shared(name, offset) != nullptr) return;
   Region r;
   r.kind = RegionKind::shared_array;
@@ -169,12 +168,12 @@ std::string Checker::allocation_fault_text(const void* address, const GuardedHit
       if (d >= begin && d <= end && (!a.type.empty() && a.type.back() == '*') == (pointers == 1)) into.push_back(&a);
     }
   if (into.empty()) {
-    const std::string where =
-        hit.before ? concat(begin - p, hit.before && begin - p == 1 ? " byte" : " bytes", " before the start")
-                   : concat("at byte ", p - begin);
+    const std::string where = hit.before ? concat(begin - p, hit.before && begin - p == 1 ? " byte" : " bytes",
+                                                  " before the start")
+                                         : concat("at byte ", p - begin);
     return concat("out-of-bounds access: ", what, ' ', where, " of a device buffer of ", hit.bytes, " bytes at ",
-                  static_cast<const void*>(begin), ", ", side,
-                  "; no argument of the kernel points into this buffer", kSuffix);
+                  static_cast<const void*>(begin), ", ", side, "; no argument of the kernel points into this buffer",
+                  kSuffix);
   }
   const SpanArgument& a = *into.front();
   const auto* data = static_cast<const std::byte*>(a.data);
@@ -189,8 +188,10 @@ std::string Checker::allocation_fault_text(const void* address, const GuardedHit
                                    : concat("a device buffer of ", hit.bytes, " bytes");
   std::string text = concat("out-of-bounds access: ", what, " at index ", index, " of argument ", a.argument, " (",
                             a.type, "), which points to ");
-  if (offset == 0) text += concat("the start of ", buffer);
-  else text += concat(whole ? "element " : "byte ", whole ? offset / std::size_t(unit) : offset, " of ", buffer);
+  if (offset == 0)
+    text += concat("the start of ", buffer);
+  else
+    text += concat(whole ? "element " : "byte ", whole ? offset / std::size_t(unit) : offset, " of ", buffer);
   if (offset + a.count * std::size_t(unit) != hit.bytes)
     text += concat(" (the argument passed ", a.count, a.count == 1 ? " element" : " elements", " from there)");
   text += concat(": ", side);
@@ -237,7 +238,9 @@ void Checker::block_end() {
   if (auto found = log_.end_interval()) report(*found);
 }
 
-std::string Checker::thread_text(std::uint32_t rank) const { return concat("thread ", to_string(coords(rank, block_))); }
+std::string Checker::thread_text(std::uint32_t rank) const {
+  return concat("thread ", to_string(coords(rank, block_)));
+}
 
 std::string Checker::thread_text(const ThreadRef& t) const {
   return concat("thread ", to_string(coords(t.rank, block_)), " of block ", to_string(coords(t.block, grid_)));
@@ -276,9 +279,7 @@ void Checker::report(const Finding& f) const {
 }
 
 void Checker::report(const OrderFinding& f) {
-  const auto thread = [&](std::uint32_t rank1) {
-    return rank1 == 0 ? std::string("no thread") : thread_text(rank1 - 1);
-  };
+  const auto thread = [&](std::uint32_t rank1) { return rank1 == 0 ? std::string("no thread") : thread_text(rank1 - 1); };
   if (f.kind == OrderFinding::Kind::write_write)
     throw Report(concat("shared-memory race: ", thread(f.first), " wrote ", element_of(*f.region, f.address, f.bytes),
                         " and ", thread(f.second), " wrote it too with no barrier() between the two (both ",

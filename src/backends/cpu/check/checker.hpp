@@ -24,7 +24,6 @@
 #include <string>
 #include <string_view>
 
-
 #include <devctx/detail/base/seam.hpp>
 #include <devctx/error.hpp>
 #include <devctx/launch.hpp>

@@ -78,8 +78,10 @@ Slot* claim() noexcept {
     if (next == nullptr) {
       auto* fresh = new (std::nothrow) Chunk;
       if (fresh == nullptr) return nullptr;
-      if (chunk->next.compare_exchange_strong(next, fresh, std::memory_order_acq_rel)) next = fresh;
-      else delete fresh;  // another thread linked one first: `next` is it
+      if (chunk->next.compare_exchange_strong(next, fresh, std::memory_order_acq_rel))
+        next = fresh;
+      else
+        delete fresh;  // another thread linked one first: `next` is it
     }
     chunk = next;
   }
@@ -116,8 +118,10 @@ void* guarded_allocate(std::size_t bytes) noexcept {
   auto* base = static_cast<std::byte*>(mapping);
   Slot* slot = nullptr;
   int error = ENOMEM;  // when the table cannot grow
-  if (mprotect(base + page, pages, PROT_READ | PROT_WRITE) != 0) error = errno;
-  else slot = claim();
+  if (mprotect(base + page, pages, PROT_READ | PROT_WRITE) != 0)
+    error = errno;
+  else
+    slot = claim();
   if (slot == nullptr) {
     munmap(mapping, total);
     errno = t_failure = error;
@@ -164,7 +168,7 @@ bool guarded_hit(std::uintptr_t address, GuardedHit& hit) noexcept {
       const std::uintptr_t data = s.data.load(std::memory_order_relaxed);
       const std::size_t bytes = s.bytes.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (s.begin.load(std::memory_order_relaxed) != begin) continue;  // freed meanwhile
+      if (s.begin.load(std::memory_order_relaxed) != begin) continue;     // freed meanwhile
       if (address >= begin + page && address < end - page) return false;  // its pages, not a guard
       hit.data = reinterpret_cast<const std::byte*>(data);
       hit.bytes = bytes;

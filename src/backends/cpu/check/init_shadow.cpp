@@ -29,8 +29,10 @@ void InitShadow::mark(std::size_t offset, std::size_t count) noexcept {
     const std::uint64_t bits = bit_range(lo, hi);
     // Whole words in the middle of a large copy are plain stores of all ones: no other writer
     // can clear a bit, so a store cannot lose one.
-    if (bits == ~std::uint64_t{0}) words_[word].store(bits, std::memory_order_relaxed);
-    else words_[word].fetch_or(bits, std::memory_order_relaxed);
+    if (bits == ~std::uint64_t{0})
+      words_[word].store(bits, std::memory_order_relaxed);
+    else
+      words_[word].fetch_or(bits, std::memory_order_relaxed);
     at += hi - lo;
   }
 }

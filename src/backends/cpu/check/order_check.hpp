@@ -102,10 +102,10 @@ class OrderCheck {
   bool first_block_ = true;   ///< the launch's first block (its arrays are not known before it)
   int run_ = 0;
   std::uint32_t barriers_ = 0;
-  std::vector<std::byte> shadow_;       ///< shared memory as of the last segment's end
-  std::vector<std::uint32_t> owner_;    ///< rank + 1 that changed each byte in this interval
-  std::vector<std::uint32_t> writer_[2];  ///< rank + 1 that last changed each byte, per run
-  std::vector<unsigned char> atomic_;   ///< bytes an atomic updated in this block
+  std::vector<std::byte> shadow_;              ///< shared memory as of the last segment's end
+  std::vector<std::uint32_t> owner_;           ///< rank + 1 that changed each byte in this interval
+  std::vector<std::uint32_t> writer_[2];       ///< rank + 1 that last changed each byte, per run
+  std::vector<unsigned char> atomic_;          ///< bytes an atomic updated in this block
   std::vector<std::vector<std::byte>> snaps_;  ///< shared memory at each barrier of the first run
   std::size_t snap_bytes_ = 0;
   std::vector<Writable> writable_;

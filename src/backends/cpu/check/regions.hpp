@@ -27,17 +27,17 @@ struct Region {
   const std::byte* begin = nullptr;
   std::size_t bytes = 0;
   RegionKind kind = RegionKind::device_memory;
-  unsigned argument = 0;           ///< 1-based, for arguments
-  std::string_view type;           ///< the parameter's type, for arguments ("devctx::span<float>")
-  std::string_view name;           ///< the array's name, for shared arrays
-  std::size_t element_bytes = 1;   ///< element numbering in messages
+  unsigned argument = 0;          ///< 1-based, for arguments
+  std::string_view type;          ///< the parameter's type, for arguments ("devctx::span<float>")
+  std::string_view name;          ///< the array's name, for shared arrays
+  std::size_t element_bytes = 1;  ///< element numbering in messages
   /// For a two-dimensional shared array (DEVCTX_SHARED of an array type): the bytes of one row,
   /// learned from its first row access; messages then write elements as [row][column].
   std::size_t row_bytes = 0;
-  std::size_t shared_offset = 0;   ///< for shared memory: the offset in the block's shared memory
+  std::size_t shared_offset = 0;  ///< for shared memory: the offset in the block's shared memory
   /// Which bytes have been written, for device memory of a checked allocation (else null).
   std::shared_ptr<InitShadow> init;
-  std::size_t init_offset = 0;     ///< begin's offset in that allocation
+  std::size_t init_offset = 0;  ///< begin's offset in that allocation
 
   [[nodiscard]] bool shared() const noexcept {
     return kind == RegionKind::shared_array || kind == RegionKind::dynamic_shared;
