@@ -271,7 +271,7 @@ void graph_update_kernel(GraphImpl& graph, std::size_t index, const KernelLaunch
   const std::size_t op_index = graph.kernel_ops[index];
   RecordedOp& recorded = graph.ops[op_index];
   const KernelLaunch& old = recorded.launch->launch;
-  if (old.cpu_run_block != launch.cpu_run_block || old.cuda_function != launch.cuda_function)
+  if (old.cpu != launch.cpu || old.cuda_function != launch.cuda_function)
     fail(Errc::invalid_argument, "Graph::update_kernel<", launch.name, ">: launch ", index, " of the graph is kernel '",
          old.name, "'; an update keeps the kernel and changes its configuration and arguments");
   // Checked as a launch is, by the entry point, which hands the launch back here.

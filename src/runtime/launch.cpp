@@ -247,11 +247,7 @@ void queue_launch_runtime(QueueImpl& queue, const DeviceFunction& function, cons
     l.args = pack.data();
     l.args_size = f.cpu->pack_size;
     l.args_align = f.cpu->pack_align;
-    l.cpu_run_block = f.cpu->cpu_run_block;
-    l.cpu_run_thread = f.cpu->cpu_run_thread;
-    l.cpu_run_block_checked = f.cpu->cpu_run_block_checked;
-    l.cpu_run_thread_checked = f.cpu->cpu_run_thread_checked;
-    l.cpu_spans = f.cpu->cpu_spans;
+    l.cpu = &f.cpu->runners;
     l.fission_off = f.fission_off;
   } else {
     // CUDA: the entry takes the wire as its one parameter.

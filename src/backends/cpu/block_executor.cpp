@@ -192,7 +192,7 @@ RangeResult BlockExecutor::run_range(const BlockTask& task, std::uint64_t begin,
         continue;
       }
       try {
-        launch.cpu_run_block(launch.args);
+        task.run_block(launch.args);
       } catch (...) {
         record_current_exception();
       }
@@ -279,7 +279,7 @@ bool BlockExecutor::reserve_stacks(const BlockTask& task, RangeResult& result) {
 DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::plain_entry(void* self) {
   auto* e = static_cast<BlockExecutor*>(self);
   try {
-    e->task_->launch.cpu_run_block(e->task_->launch.args);
+    e->task_->run_block(e->task_->launch.args);
   } catch (const BlockAbort&) {
   } catch (...) {
     e->record_current_exception();
@@ -292,7 +292,7 @@ DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::plain_entry(void* self) {
 DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::checked_block_level_entry(void* self) {
   auto* e = static_cast<BlockExecutor*>(self);
   try {
-    e->task_->launch.cpu_run_block(e->task_->launch.args);
+    e->task_->run_block(e->task_->launch.args);
   } catch (...) {
     e->record_current_exception();
   }

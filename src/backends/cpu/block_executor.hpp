@@ -4,7 +4,7 @@
 // thread that helps while it waits) has one, reused by every block it runs.
 //
 // Three paths (docs/cpu-backend.md explains them and their costs):
-//  * plain: the block's threads run one after another as a loop (cpu_run_block), on a fiber
+//  * plain: the block's threads run one after another as a loop (the kernel's run_block), on a fiber
 //    stack. A kernel that never reaches barrier() or a warp operation stays on this path, and
 //    the compiler can vectorise the loop.
 //  * cooperative: the first time a thread reaches barrier() or a warp operation, that thread
@@ -60,6 +60,9 @@ struct CheckedTask {
 /// owned by the operation that runs it (its fields for CUDA and buffer tracking are not read).
 struct BlockTask {
   KernelLaunch launch;
+  /// The kernel's runners for this launch: launch.cpu's checked ones for a checked launch.
+  void (*run_block)(const void* args) = nullptr;
+  void (*run_thread)(const void* args) = nullptr;
   /// Distinct for every launch: blocks of one launch share their shared-memory layout.
   std::uint64_t launch_id = 0;
   /// Set for a checked launch: its blocks run in one range, through the checked runners, with

@@ -31,7 +31,7 @@ DEVCTX_FIBER_FIRST_FRAME void BlockExecutor::thread_loop(void* self) {
   auto* e = static_cast<BlockExecutor*>(self);
   bool park = false;
   for (;;) {
-    void (*step)(const void*) = park ? &devctx_fiber_park : e->task_->launch.cpu_run_thread;
+    void (*step)(const void*) = park ? &devctx_fiber_park : e->task_->run_thread;
     const void* arg = park ? static_cast<const void*>(e) : e->task_->launch.args;
     asm("" : "+r"(step), "+r"(arg));  // keep one call below, whichever step it is
     if (park || !e->aborting_) {

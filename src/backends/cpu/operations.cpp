@@ -69,15 +69,17 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
   parts = std::size_t(std::min<std::uint64_t>(blocks_, workers * 16));
   per_part_ = (blocks_ + parts - 1) / parts;
   parts = std::size_t((blocks_ + per_part_ - 1) / per_part_);
+  task_.run_block = launch.cpu->run_block;
+  task_.run_thread = launch.cpu->run_thread;
   if (checked) [[unlikely]] {
     tracking_ = std::make_unique<Tracking>(registry);
     std::vector<LaunchSpan>& spans = tracking_->checked.spans;
     spans.resize(launch.param_count);
-    spans.resize(launch.cpu_spans(args, spans.data()));
+    spans.resize(launch.cpu->spans(args, spans.data()));
     tracking_->checked.registry = &registry;
     task_.checked = &tracking_->checked;
-    task_.launch.cpu_run_block = launch.cpu_run_block_checked;
-    task_.launch.cpu_run_thread = launch.cpu_run_thread_checked;
+    task_.run_block = launch.cpu->run_block_checked;
+    task_.run_thread = launch.cpu->run_thread_checked;
     parts = 1;
     per_part_ = blocks_;
   } else if (!registry.empty()) [[unlikely]] {
@@ -85,7 +87,7 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
     tracking_ = std::make_unique<Tracking>(registry);
     std::vector<LaunchSpan>& writable = tracking_->writable;
     writable.resize(launch.param_count);
-    writable.resize(launch.cpu_spans(args, writable.data()));
+    writable.resize(launch.cpu->spans(args, writable.data()));
     std::erase_if(writable, [](const LaunchSpan& s) { return s.read_only; });
   }
   task_.fission = !checked && fission_enabled();

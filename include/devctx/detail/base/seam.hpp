@@ -69,6 +69,21 @@ struct LaunchSpan {
   bool read_only = false;  ///< span<const T>
 };
 
+/// A kernel's CPU entry points: one static table per kernel and parameter list
+/// (launch_kernel.hpp's cpu_runners_of; a runtime-compiled kernel's shared object exports its own
+/// inside its CpuEntry, detail/runtime/entry.hpp). Its address names the kernel and parameter
+/// list (a graph's update compares it). Plain C layout: shared objects compiled apart use it.
+struct CpuRunners {
+  void (*run_block)(const void* args) = nullptr;   ///< all threads of the current block (block-level: once)
+  void (*run_thread)(const void* args) = nullptr;  ///< the current thread only; null for a block-level kernel
+  /// The same for a checked launch (docs/checking.md), whose accessors reach checking mode.
+  void (*run_block_checked)(const void* args) = nullptr;
+  void (*run_thread_checked)(const void* args) = nullptr;
+  /// Checking mode: writes the launch's span parameters, as found in `args`, to `out` (room for
+  /// one per parameter) and returns how many there are.
+  std::size_t (*spans)(const void* args, LaunchSpan* out) = nullptr;
+};
+
 /// Everything a backend needs to launch one kernel. Built by detail::launch_kernel.
 struct KernelLaunch {
   std::string_view name;  ///< static storage (kernel_name): backends keep the view, not a copy
@@ -77,15 +92,8 @@ struct KernelLaunch {
   const void* args = nullptr;  ///< the packed, mapped kernel arguments
   std::size_t args_size = 0;
   std::size_t args_align = 1;
-  // CPU backend entry points, instantiated per kernel and argument list.
-  void (*cpu_run_block)(const void* args) = nullptr;   ///< all threads of the current block
-  void (*cpu_run_thread)(const void* args) = nullptr;  ///< the current thread only
-  // The same for a checked launch (docs/checking.md), whose accessors reach checking mode.
-  void (*cpu_run_block_checked)(const void* args) = nullptr;
-  void (*cpu_run_thread_checked)(const void* args) = nullptr;
-  /// Checking mode: writes the launch's span parameters, as found in `args`, to `out` (room for
-  /// one per parameter) and returns how many there are.
-  std::size_t (*cpu_spans)(const void* args, LaunchSpan* out) = nullptr;
+  /// The CPU backend's entry points of this kernel and parameter list (static storage).
+  const CpuRunners* cpu = nullptr;
   std::size_t param_count = 0;
   /// CPU backend: why the kernel has no translated twin, when its code says so itself (a
   /// runtime-compiled kernel: src/runtime/fission.cpp); static storage. Null otherwise.

@@ -241,6 +241,19 @@ __global__ void cuda_block_entry(P... params) {
 
 namespace devctx::detail {
 
+/// The CPU entry points of kernel K with parameters P... (KernelLaunch::cpu): one table each.
+template <auto K, bool BlockLevel, class... P>
+constexpr CpuRunners make_cpu_runners() {
+  if constexpr (BlockLevel)
+    return {&cpu_run_block_level<K, false, P...>, nullptr, &cpu_run_block_level<K, true, P...>, nullptr,
+            &cpu_spans_of<P...>};
+  else
+    return {&cpu_run_block<K, false, P...>, &cpu_run_thread<K, false, P...>, &cpu_run_block<K, true, P...>,
+            &cpu_run_thread<K, true, P...>, &cpu_spans_of<P...>};
+}
+template <auto K, bool BlockLevel, class... P>
+inline constexpr CpuRunners cpu_runners_of = make_cpu_runners<K, BlockLevel, P...>();
+
 template <auto K, class... P>
 struct Launcher {
   /// Builds the launch and hands it to `sink` (queue_launch, or a graph's update), which must
@@ -259,16 +272,7 @@ struct Launcher {
     l.args = &pack;
     l.args_size = sizeof(pack);
     l.args_align = alignof(ArgPack<P...>);
-    if constexpr (Sig::block_level) {
-      l.cpu_run_block = &cpu_run_block_level<K, false, P...>;
-      l.cpu_run_block_checked = &cpu_run_block_level<K, true, P...>;
-    } else {
-      l.cpu_run_block = &cpu_run_block<K, false, P...>;
-      l.cpu_run_thread = &cpu_run_thread<K, false, P...>;
-      l.cpu_run_block_checked = &cpu_run_block<K, true, P...>;
-      l.cpu_run_thread_checked = &cpu_run_thread<K, true, P...>;
-    }
-    l.cpu_spans = &cpu_spans_of<P...>;
+    l.cpu = &cpu_runners_of<K, Sig::block_level, P...>;
     l.param_count = sizeof...(P);
 #if defined(__CUDACC__)
     void* cuda_args[sizeof...(P) + 1] = {static_cast<void*>(&pack_get<I>(pack))..., nullptr};

@@ -36,11 +36,7 @@ struct CpuEntry {
   /// Writes the ArgPack made from the wire bytes at `wire` to `out` (pack_size bytes, aligned).
   void (*pack)(void* out, const unsigned char* wire);
   bool block_level;
-  void (*cpu_run_block)(const void*);
-  void (*cpu_run_thread)(const void*);
-  void (*cpu_run_block_checked)(const void*);
-  void (*cpu_run_thread_checked)(const void*);
-  std::size_t (*cpu_spans)(const void*, LaunchSpan*);
+  CpuRunners runners;  ///< launch_kernel.hpp's table of this kernel and parameter list
 };
 
 template <std::size_t I, class P>
@@ -70,16 +66,7 @@ struct CpuEntryFor {
     e.pack_align = alignof(ArgPack<P...>);
     e.pack = &pack;
     e.block_level = BlockLevel;
-    if constexpr (BlockLevel) {
-      e.cpu_run_block = &cpu_run_block_level<K, false, P...>;
-      e.cpu_run_block_checked = &cpu_run_block_level<K, true, P...>;
-    } else {
-      e.cpu_run_block = &cpu_run_block<K, false, P...>;
-      e.cpu_run_thread = &cpu_run_thread<K, false, P...>;
-      e.cpu_run_block_checked = &cpu_run_block<K, true, P...>;
-      e.cpu_run_thread_checked = &cpu_run_thread<K, true, P...>;
-    }
-    e.cpu_spans = &cpu_spans_of<P...>;
+    e.runners = make_cpu_runners<K, BlockLevel, P...>();
     return e;
   }
   static constexpr CpuEntry entry = make();
