@@ -15,6 +15,7 @@
 #  5. the libFuzzer harness (clang, ASan + UBSan); 6. the Python package and its pytest suite;
 #  7. the CPU suite with 1 and 3 workers, under ASan + UBSan with the portable Boost.Context fiber
 #     switch, under TSan, and cross-built for AArch64 under qemu-user.
+# Before them, the layout of every C++ source (scripts/format.sh --check), also in --quick.
 # Every configuration is a preset of CMakePresets.json (build directory build-test-<preset>), so
 # that a failure here is reproduced with `cmake --preset <name> && cmake --build --preset <name>
 # && ctest --preset <name>` (cuda, cpu, release-cpu, fuzz, asan, tsan; aarch64 through
@@ -70,6 +71,9 @@ run_started=$(mktemp)
 export GTEST_BRIEF=1
 bash scripts/setup.sh
 jobs=$(nproc)
+# The sources' layout first: seconds, and a formatting slip should not wait for the builds.
+section "layout: every C++ source as .clang-format says (scripts/format.sh --check, clang-format 19.1.7)"
+bash scripts/format.sh --check
 # preset NAME [CMAKE_ARGS...]: configure (CMakePresets.json's NAME, plus CMAKE_ARGS), build, run
 # the tests of the test preset NAME (its labels and sanitizer options).
 preset() {
