@@ -14,9 +14,10 @@ LAYERS = [
     ("base", [r"detail/base/.*"]),  # no public header below: config, records, the seam, access
     ("values", [r"launch\.hpp", r"error\.hpp", r"version\.hpp", r"device_info\.hpp", r"trace\.hpp"]),
     ("backends", [r"backend\.hpp"]),  # the descriptors: names and facts, above device_info.hpp
-    ("device", [r"span\.hpp", r"simd\.hpp", r"print\.hpp", r"tensor\.hpp", r"block\.hpp"]),
+    ("device", [r"span\.hpp", r"simd\.hpp", r"print\.hpp", r"tensor\.hpp"]),
     ("device-backends", [r"detail/device/.*"]),
-    ("kernels", [r"kernel\.hpp", r"collectives\.hpp"]),
+    # block.hpp declares devctx::Block and includes its backend halves (detail/device/block_*.hpp)
+    ("kernels", [r"block\.hpp", r"kernel\.hpp", r"collectives\.hpp"]),
     ("memory", [r"untyped_buffer\.hpp", r"buffer\.hpp", r"device_view\.hpp", r"device_tensor\.hpp", r"event\.hpp"]),
     # endpoints, kernel arguments, launches, buffer verbs; runtime kernels' signatures and entries
     ("host-templates", [r"detail/host/.*", r"detail/runtime/.*"]),
