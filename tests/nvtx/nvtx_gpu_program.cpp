@@ -30,13 +30,6 @@ void expect(bool ok, const std::string& what) {
   if (!ok) ++failures;
 }
 
-std::string bytes_name(std::size_t bytes) {
-  // devctx's byte text (src/core/text.cpp) for sizes of 1 KiB to 1 MiB.
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f KiB (%zu bytes)", double(bytes) / 1024.0, bytes);
-  return text;
-}
-
 }  // namespace
 
 int main() {
@@ -80,23 +73,13 @@ int main() {
   }
 
   const auto calls = devctx_test::read_nvtx_record(path);
-  std::vector<std::string> pushes;
-  int depth = 0, lowest = 0;
-  bool domain_created = false;
-  for (const NvtxCall& c : calls) {
-    if (c.what == "domain" && c.domain == "devctx") domain_created = true;
-    if (c.domain != "devctx") continue;
-    if (c.what == "push") {
-      pushes.push_back(c.message);
-      ++depth;
-    } else if (c.what == "pop") {
-      lowest = std::min(lowest, --depth);
-    }
-  }
+  const bool domain_created = std::any_of(calls.begin(), calls.end(),
+                                          [](const NvtxCall& c) { return c.what == "domain" && c.domain == "devctx"; });
+  const auto [pushes, balanced] = devctx_test::devctx_ranges(calls);
   expect(!calls.empty() && calls[0].what == "init", "the injection library was loaded (" + path + ")");
   expect(domain_created, "devctx created its NVTX domain \"devctx\"");
-  expect(depth == 0 && lowest == 0, "every devctx range was popped, none twice");
-  const std::string size = bytes_name(bytes);
+  expect(balanced, "every devctx range was popped, none twice");
+  const std::string size = devctx_test::bytes_name(bytes);
   const std::vector<std::string> wanted = {
       "create_host_buffer " + size,
       "create_buffer " + size,

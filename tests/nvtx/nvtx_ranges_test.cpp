@@ -7,7 +7,6 @@
 // DEVCTX_NVTX=0 (no NVTX call at all: the library is never loaded, no name is built).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <new>
@@ -83,13 +82,6 @@ TEST(NvtxRanges, EachRangeReachesTheDevctxDomainOnlyWhileOn) {
   }
 }
 
-/// "16.0 KiB (16384 bytes)": devctx's byte text (src/core/text.cpp) for 1 KiB to 1 MiB.
-std::string bytes_name(std::size_t bytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.1f KiB (%zu bytes)", double(bytes) / 1024.0, bytes);
-  return text;
-}
-
 // Runs after the test above (gtest's order of definition): NVTX is already initialised, so only
 // the calls recorded from here on are this test's.
 TEST(NvtxRanges, ThePipelineNamesEveryOperationOfAContextInOrder) {
@@ -122,23 +114,12 @@ TEST(NvtxRanges, ThePipelineNamesEveryOperationOfAContextInOrder) {
     }
   }
   const auto all = read_nvtx_record(path);
-  std::vector<std::string> pushes;
-  int depth = 0, lowest = 0;
-  for (std::size_t i = before; i < all.size(); ++i) {
-    if (all[i].domain != "devctx") continue;
-    if (all[i].what == "push") {
-      pushes.push_back(all[i].message);
-      ++depth;
-    } else if (all[i].what == "pop") {
-      lowest = std::min(lowest, --depth);
-    }
-  }
+  const auto [pushes, balanced] = devctx_ranges(all, before);
   if (!nvtx_wanted()) {
     EXPECT_EQ(all.size(), before) << "NVTX calls with DEVCTX_NVTX=0";
     return;
   }
-  EXPECT_EQ(depth, 0) << "every range popped";
-  EXPECT_EQ(lowest, 0) << "no range popped twice";
+  EXPECT_TRUE(balanced) << "every range popped, none twice";
   const std::string size = bytes_name(bytes);
   const std::vector<std::string> wanted = {
       "create_host_buffer " + size,

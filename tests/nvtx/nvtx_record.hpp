@@ -3,6 +3,8 @@
 // wrote to DEVCTX_NVTX_RECORD: one NvtxCall per line. Shared by the NVTX tests.
 #pragma once
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -42,6 +44,35 @@ inline std::vector<NvtxCall> read_nvtx_record(const std::string& path) {
     calls.push_back(std::move(call));
   }
   return calls;
+}
+
+/// The "devctx" domain's ranges among calls[from...]: the names pushed, in order, and whether
+/// every push was popped and none popped twice.
+struct DevctxRanges {
+  std::vector<std::string> pushes;
+  bool balanced = true;
+};
+inline DevctxRanges devctx_ranges(const std::vector<NvtxCall>& calls, std::size_t from = 0) {
+  DevctxRanges r;
+  int depth = 0, lowest = 0;
+  for (std::size_t i = from; i < calls.size(); ++i) {
+    if (calls[i].domain != "devctx") continue;
+    if (calls[i].what == "push") {
+      r.pushes.push_back(calls[i].message);
+      ++depth;
+    } else if (calls[i].what == "pop") {
+      lowest = std::min(lowest, --depth);
+    }
+  }
+  r.balanced = depth == 0 && lowest == 0;
+  return r;
+}
+
+/// "16.0 KiB (16384 bytes)": devctx's byte text (src/core/text.cpp) for sizes of 1 KiB to 1 MiB.
+inline std::string bytes_name(std::size_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f KiB (%zu bytes)", double(bytes) / 1024.0, bytes);
+  return text;
 }
 
 }  // namespace devctx_test
