@@ -21,7 +21,14 @@
 namespace devctx::detail::cpu {
 namespace {
 
+/// The smallest part of a copy or fill worth handing to another thread.
 constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
+/// Parts per worker: enough for threads that finish early to take over from late ones, few
+/// enough that claiming a part stays a small cost.
+constexpr std::size_t kKernelPartsPerWorker = 16;
+constexpr std::size_t kCopyPartsPerWorker = 4;
+/// The unit of a copy's parts: two threads never write one cache line.
+constexpr std::size_t kLine = 64;
 
 /// Marks written each element of `span` whose bytes differ from `before`.
 void mark_changed_elements(check::ShadowRegistry& registry, const LaunchSpan& span, const std::vector<std::byte>& before) {
@@ -66,9 +73,8 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
   static std::atomic<std::uint64_t> launches{0};
   task_.launch_id = ++launches;
   blocks_ = launch.config.grid_dim.volume();
-  parts = std::size_t(std::min<std::uint64_t>(blocks_, workers * 16));
-  per_part_ = (blocks_ + parts - 1) / parts;
-  parts = std::size_t((blocks_ + per_part_ - 1) / per_part_);
+  partition_ = Partition(blocks_, workers, kKernelPartsPerWorker, 1);
+  parts = partition_.parts;
   task_.run_block = launch.cpu->run_block;
   task_.run_thread = launch.cpu->run_thread;
   if (checked) [[unlikely]] {
@@ -80,8 +86,8 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
     task_.checked = &tracking_->checked;
     task_.run_block = launch.cpu->run_block_checked;
     task_.run_thread = launch.cpu->run_thread_checked;
+    partition_ = Partition(blocks_, 1, 1, blocks_);
     parts = 1;
-    per_part_ = blocks_;
   } else if (!registry.empty()) [[unlikely]] {
     // Unchecked code may write checked memory: afterwards, all it could write counts as written.
     tracking_ = std::make_unique<Tracking>(registry);
@@ -117,7 +123,7 @@ void KernelOp::run_part(std::size_t part) noexcept {
 
 void KernelOp::run_range(std::size_t part) {
   BlockExecutor::prepare_for_this_thread(stack_bytes_, shared_limit_);
-  const std::uint64_t begin = part * per_part_, end = std::min(blocks_, begin + per_part_);
+  const auto [begin, end] = partition_.range(part);
   RangeResult result = task_.checked != nullptr
                            ? run_checked_range(begin, end)
                            : BlockExecutor::of_this_thread().run_range(task_, begin, end, failed_, !why_known_);
@@ -237,12 +243,13 @@ std::string KernelOp::execution_path() const {
 
 CopyOp::CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers, check::ShadowRegistry& registry)
     : registry_(registry), dst_(static_cast<std::byte*>(dst)), src_(static_cast<const std::byte*>(src)), bytes_(bytes) {
-  parts = std::min<std::size_t>((bytes_ + kCopyChunk - 1) / kCopyChunk, workers * 4);
-  chunk_ = (bytes_ + parts - 1) / parts;
+  partition_ = Partition((bytes_ + kLine - 1) / kLine, workers, kCopyPartsPerWorker, kCopyChunk / kLine);
+  parts = partition_.parts;
 }
 
 void CopyOp::run_part(std::size_t part) noexcept {
-  const std::size_t begin = part * chunk_, end = std::min(bytes_, begin + chunk_);
+  const auto [first, last] = partition_.range(part);
+  const std::size_t begin = std::size_t(first) * kLine, end = std::min(bytes_, std::size_t(last) * kLine);
   if (begin >= end) return;
   std::memmove(dst_ + begin, src_ + begin, end - begin);
   if (!registry_.empty()) [[unlikely]]
@@ -255,12 +262,13 @@ FillOp::FillOp(void* dst, std::size_t count, const void* value, std::size_t elem
   pattern_.resize(element_bytes);
   std::memcpy(pattern_.data(), value, element_bytes);
   uniform_ = std::all_of(pattern_.begin(), pattern_.end(), [&](std::byte b) { return b == pattern_[0]; });
-  parts = std::min<std::size_t>((count_ * element_bytes + kCopyChunk - 1) / kCopyChunk, workers * 4);
-  chunk_ = (count_ + parts - 1) / parts;
+  partition_ = Partition(count_, workers, kCopyPartsPerWorker, std::max<std::size_t>(1, kCopyChunk / element_bytes));
+  parts = partition_.parts;
 }
 
 void FillOp::run_part(std::size_t part) noexcept {
-  const std::size_t begin = part * chunk_, end = std::min(count_, begin + chunk_);
+  const auto [first, last] = partition_.range(part);
+  const std::size_t begin = std::size_t(first), end = std::size_t(last);
   if (begin >= end) return;
   std::byte* out = dst_ + begin * element_bytes_;
   const std::size_t n = end - begin;

@@ -19,6 +19,7 @@
 
 #include "backends/cpu/block_executor.hpp"
 #include "backends/cpu/check/init_shadow.hpp"
+#include "backends/cpu/partition.hpp"
 
 namespace devctx::detail::trace {
 struct ExecutionNote;  // core/trace/hooks.hpp
@@ -110,8 +111,8 @@ struct [[gnu::visibility("hidden")]] Op {
   Op* next_retired = nullptr;  // SharedState::first_retired's list
 };
 
-/// A kernel launch: its blocks in about 16 ranges per worker, run by each thread's executor. A
-/// checked launch (docs/checking.md) is one range: its blocks run one after another.
+/// A kernel launch: its blocks in 16 ranges per worker (Partition), run by each thread's executor.
+/// A checked launch (docs/checking.md) is one range: its blocks run one after another.
 struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   /// `registry`: the device's record of written device memory, which a checked launch reads and
   /// writes and an unchecked one keeps true (everything it may write counts as written).
@@ -151,7 +152,7 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::size_t shared_limit_;
   BlockTask task_;
   std::uint64_t blocks_ = 0;
-  std::uint64_t per_part_ = 1;
+  Partition partition_;
   /// Set by the first failing part, which then writes failure_slot_; also tells the other
   /// parts to stop.
   std::atomic<bool> failed_{false};
@@ -178,8 +179,8 @@ struct [[gnu::visibility("hidden")]] KernelOp final : Op {
   std::unique_ptr<Tracking> tracking_;
 };
 
-/// A copy between any two kinds of memory, in chunks of up to 1 MiB. What it writes of checked
-/// device memory counts as written (`registry`).
+/// A copy between any two kinds of memory, in up to 4 parts per worker of at least 1 MiB each
+/// (Partition). What it writes of checked device memory counts as written (`registry`).
 struct [[gnu::visibility("hidden")]] CopyOp final : Op {
   CopyOp(void* dst, const void* src, std::size_t bytes, std::size_t workers, check::ShadowRegistry& registry);
   void run_part(std::size_t part) noexcept override;
@@ -189,10 +190,11 @@ struct [[gnu::visibility("hidden")]] CopyOp final : Op {
   std::byte* dst_;
   const std::byte* src_;
   std::size_t bytes_;
-  std::size_t chunk_ = 0;
+  Partition partition_;  // in cache lines
 };
 
-/// Fills `count` elements of `element_bytes` each with one pattern, in chunks of up to 1 MiB.
+/// Fills `count` elements of `element_bytes` each with one pattern, in up to 4 parts per worker of
+/// at least 1 MiB each (Partition).
 struct [[gnu::visibility("hidden")]] FillOp final : Op {
   FillOp(void* dst, std::size_t count, const void* value, std::size_t element_bytes, std::size_t workers,
          check::ShadowRegistry& registry);
@@ -205,7 +207,7 @@ struct [[gnu::visibility("hidden")]] FillOp final : Op {
   std::size_t element_bytes_;
   std::vector<std::byte> pattern_;
   bool uniform_ = false;
-  std::size_t chunk_ = 0;
+  Partition partition_;  // in elements
 };
 
 /// An event's point in its queue: records the event's sequence number when enqueued and its
