@@ -1360,6 +1360,14 @@ DEVCTX_KERNEL void map_thread_ids(devctx::span<std::uint32_t> out, std::size_t n
   if (i < n) out[devctx::thread_idx().y * n + i] = devctx::thread_idx().x * 1000u + devctx::thread_idx().y;
 }
 
+// The rows of a 2-D or 3-D grid of 1-D blocks: a twin's run of blocks stays in one grid row, so
+// each element is added to once, by its own row's blocks.
+DEVCTX_KERNEL void map_grid_rows(devctx::span<std::uint32_t> out, std::uint64_t width, std::uint64_t grid_rows) {
+  const std::uint64_t x = devctx::global_idx().x;
+  const std::uint64_t row = devctx::global_idx().z * grid_rows + devctx::global_idx().y;
+  if (x < width) out[row * width + x] += std::uint32_t(row) * 3u + 1u;
+}
+
 /// A map kernel's trace: translated, every block by its twin (when the build and the environment
 /// let twins run).
 void expect_map_translated(const std::string& path) {
@@ -1500,6 +1508,32 @@ TEST(FissionMaps, RunsOfBlocksCoverEachBlockOnce) {
       for (std::size_t i = 0; i < size; ++i)
         ASSERT_EQ(ids[i], i < m && i < std::size_t(gx) * 128 ? std::uint32_t(i / 128) * 1000u + 128u : init[i])
             << "element " << i;
+    }
+  }
+}
+
+TEST(FissionMaps, RunsOfBlocksStayInTheirGridRow) {
+  devctx::DeviceContext ctx{devctx::Api::cpu};
+  std::mt19937_64 rng(std::random_device{}());
+  for (const devctx::Dim3 grid : {devctx::Dim3{1, 5, 1}, devctx::Dim3{3, 2, 1}, devctx::Dim3{37, 3, 1},
+                                  devctx::Dim3{301, 2, 3}, devctx::Dim3{1031, 7, 1}}) {
+    SCOPED_TRACE(testing::Message() << "grid " << grid.x << "x" << grid.y << "x" << grid.z << " of 64 threads");
+    // Rows of fewer elements than the grid's threads along x, so blocks past the bound run too.
+    const std::uint64_t width = std::uniform_int_distribution<std::uint64_t>(1, std::uint64_t(grid.x) * 64)(rng);
+    const std::uint64_t rows = std::uint64_t(grid.y) * grid.z;
+    const auto init = poisoned<std::uint32_t>(width * rows + 3);
+    std::string path;
+    const auto [on, off] = on_and_off<std::uint32_t>(
+        ctx, init,
+        [&](devctx::DeviceBuffer<std::uint32_t>& out) {
+          ctx.enqueue_function<map_grid_rows>({.grid_dim = grid, .block_dim = 64}, out, width, std::uint64_t(grid.y));
+        },
+        &path);
+    expect_map_translated(path);
+    EXPECT_TRUE(same_bytes(on, off));
+    for (std::size_t i = 0; i < init.size(); ++i) {
+      const std::uint32_t want = i < width * rows ? init[i] + std::uint32_t(i / width) * 3u + 1u : init[i];
+      ASSERT_EQ(on[i], want) << "element " << i << " (row " << i / width << ", x " << i % width << ")";
     }
   }
 }
