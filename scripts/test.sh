@@ -152,7 +152,8 @@ for workers in 1 3; do
   DEVCTX_CPU_THREADS=$workers ctest --test-dir "build-test-$full" --output-on-failure -j "$jobs" -LE "compile|fuzz|checked|workers"
 done
 # The presets asan and tsan: CPU-only, without benchmarks; their test presets leave out the labels
-# compile|fuzz|checked|workers (and mpi under TSan) and set the sanitizer options (why: below).
+# compile|fuzz|checked|workers (and mpi and differential under TSan) and set the sanitizer options
+# (why: below).
 # Every fiber switch is announced to the sanitizer in these builds (fiber_annotated.cpp).
 # allocator_may_return_null=1: tests ask for absurd sizes on purpose and expect devctx's
 # out_of_memory error; ASan would otherwise abort on the request itself.
@@ -168,8 +169,11 @@ section "TSan"
 # std::atomic_thread_fence, which checking mode uses for its own bookkeeping (label checked, not
 # run here). allocator_may_return_null=1 as for ASan. Left out besides: the examples and the demo
 # (large sizes: the suite covers the same code; so they are not built either, nor is the tool),
-# and the MPI tests (OpenMPI's own threads are not instrumented; their races would be reported
-# against it).
+# the MPI tests (OpenMPI's own threads are not instrumented; their races would be reported
+# against it), and the fission differential (label differential: it reruns whole programs with
+# twins on and off to compare which kernels ran translated, a check with nothing for TSan to add,
+# while devctx_tests_cpu and devctx_tests_cpu_fibers run the same kernels with twins on and off
+# here; under TSan its three runs took 376 s of test time, in a step of 549 s on 2 cores).
 preset tsan
 section "AArch64: cross-built, the whole suite under qemu-user (scripts/cross-aarch64.sh)"
 bash scripts/cross-aarch64.sh build-test-aarch64
