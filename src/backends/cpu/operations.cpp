@@ -86,8 +86,8 @@ KernelOp::KernelOp(const KernelLaunch& launch, std::size_t workers, const std::s
     task_.checked = &tracking_->checked;
     task_.run_block = launch.cpu->run_block_checked;
     task_.run_thread = launch.cpu->run_thread_checked;
-    partition_ = Partition(blocks_, 1, 1, blocks_);
-    parts = 1;
+    partition_ = Partition(blocks_, 1, 1, blocks_);  // one part
+    parts = partition_.parts;
   } else if (!registry.empty()) [[unlikely]] {
     // Unchecked code may write checked memory: afterwards, all it could write counts as written.
     tracking_ = std::make_unique<Tracking>(registry);
