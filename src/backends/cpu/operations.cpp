@@ -27,7 +27,8 @@ constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
 /// enough that claiming a part stays a small cost.
 constexpr std::size_t kKernelPartsPerWorker = 16;
 constexpr std::size_t kCopyPartsPerWorker = 4;
-/// The unit of a copy's parts: two threads never write one cache line.
+/// The unit of a copy's parts, from the copy's destination: into memory aligned to 64 bytes (the
+/// start of every buffer the CPU backend allocates), two threads never write one cache line.
 constexpr std::size_t kLine = 64;
 
 /// Marks written each element of `span` whose bytes differ from `before`.
